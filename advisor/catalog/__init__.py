@@ -1,0 +1,1 @@
+"""The hardware and cloud catalog: schema, loading with overlays, lookup, importers."""

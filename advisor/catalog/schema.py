@@ -1,0 +1,206 @@
+"""Pydantic models of the catalog: devices, efficiency profiles, instances.
+
+Files hold quantities with units ('80 GB', '3.35 TB/s', '989 TFLOPS'); the models hold floats in SI base
+units. Unknown fields are errors everywhere, so a typo never passes silently.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from advisor import units
+
+DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
+DeviceKind = Literal["cpu", "gpu", "tpu", "accelerator"]
+Dtype = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8"]
+
+
+def _quantity(kind: str, low: float, high: float):
+    """A float parsed from a number or a string with a unit, checked to lie in [low, high]."""
+
+    def parse(value: object) -> float:
+        return units.parse(value, kind, kind)
+
+    def check(value: float) -> float:
+        if not (low <= value <= high):
+            raise ValueError(
+                f"{value:g} is outside the plausible range {low:g}..{high:g} (SI base units) for a {kind}"
+            )
+        return value
+
+    return Annotated[float, BeforeValidator(parse), AfterValidator(check)]
+
+
+Bytes = _quantity("size", 1e6, 1e15)  # 1 MB .. 1 PB
+Bandwidth = _quantity("bandwidth", 1e6, 1e15)  # 1 MB/s .. 1 PB/s
+FlopRate = _quantity("flops", 1e6, 1e18)  # 1 MFLOP/s .. 1 EFLOP/s per device
+Duration = _quantity("duration", 1e-9, 3.2e7)  # 1 ns .. a year
+Id = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._+-]*$", max_length=80)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Link(Strict):
+    """A link and its bandwidth in one direction (datasheets often quote both directions summed)."""
+
+    type: str = Field(description="nvlink4, infinity-fabric, ici, pcie5-x16, ...")
+    bandwidth_per_direction: Bandwidth
+
+
+class PeakFlops(Strict):
+    """Dense peak FLOP/s (never 'with sparsity') of one kind of unit, per dtype."""
+
+    fp64: FlopRate | None = None
+    fp32: FlopRate | None = None
+    tf32: FlopRate | None = None
+    fp16: FlopRate | None = None
+    bf16: FlopRate | None = None
+    fp8: FlopRate | None = None
+    fp4: FlopRate | None = None
+    int8: FlopRate | None = None
+
+    def get(self, dtype: str) -> float | None:
+        return getattr(self, dtype)
+
+    def dtypes(self) -> list[str]:
+        return [d for d in DTYPES if getattr(self, d) is not None]
+
+
+class Device(Strict):
+    id: Id
+    name: str
+    aliases: list[str] = []
+    vendor: str
+    kind: DeviceKind
+    efficiency: Id = Field(description="id of the efficiency profile the estimator uses for this device")
+    memory_bytes: Bytes | None = Field(None, description="on-device memory; None for a CPU (host memory)")
+    memory_bandwidth: Bandwidth
+    matrix_flops: PeakFlops = Field(PeakFlops(), description="matrix/tensor unit (tensor cores, MXU, AMX)")
+    vector_flops: PeakFlops = Field(description="vector/SIMD units (CUDA cores, VPU, AVX)")
+    device_link: Link | None = Field(None, description="device-to-device link (NVLink, ICI...)")
+    host_link: Link | None = None
+    cores: int | None = Field(None, gt=0, le=4096, description="CPU cores per socket (CPUs only)")
+    threads_per_core: int | None = Field(None, ge=1, le=8, description="CPUs only")
+    sm_count: int | None = Field(None, gt=0, le=1024, description="GPU streaming multiprocessors")
+    tdp_watts: float = Field(gt=0, le=5000)
+    launch_year: int = Field(ge=1990, le=2035)
+    source: str = Field(min_length=5)
+    extra_sources: list[str] = []
+    as_of: dt.date
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Device:
+        if self.kind != "cpu" and self.memory_bytes is None:
+            raise ValueError("memory_bytes is required for a non-CPU device")
+        if self.kind == "cpu" and (self.cores is None or self.threads_per_core is None):
+            raise ValueError("a CPU needs cores and threads_per_core (per socket)")
+        if not self.vector_flops.dtypes():
+            raise ValueError("vector_flops needs at least one dtype (fp32)")
+        return self
+
+    def peak(self, dtype: str, unit: Literal["matrix", "vector"]) -> float | None:
+        return (self.matrix_flops if unit == "matrix" else self.vector_flops).get(dtype)
+
+    def dtypes(self) -> list[str]:
+        """Every dtype the device can compute in, on either unit."""
+        have = set(self.matrix_flops.dtypes()) | set(self.vector_flops.dtypes())
+        return [d for d in DTYPES if d in have]
+
+
+class Step(Strict):
+    """One step of an efficiency curve: ops of at least `min_size` (FLOPs or bytes) reach `efficiency`."""
+
+    min_size: float = Field(ge=0)
+    efficiency: float = Field(gt=0, le=1)
+
+
+def _ascending(steps: list[Step]) -> list[Step]:
+    sizes = [s.min_size for s in steps]
+    if sizes != sorted(sizes) or len(set(sizes)) != len(sizes):
+        raise ValueError("steps must be listed by strictly increasing min_size")
+    if not steps or steps[0].min_size != 0:
+        raise ValueError("the first step must have min_size 0 so that every op size is covered")
+    return steps
+
+
+Curve = Annotated[list[Step], AfterValidator(_ascending)]
+
+
+class Efficiency(Strict):
+    """Achievable fractions of datasheet peaks for a device family, and the fixed cost of an op."""
+
+    id: Id
+    note: str = Field(min_length=10, description="where these figures come from")
+    matrix: Curve = Field(description="matmul/conv efficiency by FLOPs per op")
+    vector: float = Field(gt=0, le=1, description="elementwise/reduction efficiency vs vector peak")
+    memory: Curve = Field(description="bandwidth efficiency by bytes per op")
+    op_overhead_s: Duration = Field(description="fixed cost per op (launch, dispatch)")
+    device_link: float = Field(gt=0, le=1, description="achievable fraction of link bandwidth")
+    network: float = Field(gt=0, le=1, description="achievable fraction of inter-node bandwidth")
+    collective_latency_s: Duration = Field(description="fixed latency of one collective")
+
+    @staticmethod
+    def at(curve: list[Step], size: float) -> float:
+        value = curve[0].efficiency
+        for step in curve:
+            if size >= step.min_size:
+                value = step.efficiency
+        return value
+
+
+class Pricing(Strict):
+    on_demand_usd_per_hour: float = Field(ge=0, le=10000)
+    spot_usd_per_hour: float | None = Field(None, ge=0, le=10000)
+    per: Literal["instance", "device"] = Field(
+        "instance", description="'device': prices are per device-hour (TPU chip-hour)"
+    )
+    regions: list[str] = Field(min_length=1)
+    billing_granularity_s: Duration = 1.0
+    minimum_billed_s: Duration = 60.0
+
+
+class Instance(Strict):
+    id: Id
+    provider: Id
+    name: str = Field(description="the provider's own name, e.g. p5.48xlarge")
+    aliases: list[str] = []
+    device: Id
+    device_count: float = Field(gt=0, le=100000)
+    vcpus: int | None = Field(None, gt=0, le=4096, description="None where unknown (SkyPilot TPU rows)")
+    host_memory_bytes: Bytes | None = None
+    fabric: Link | None = Field(None, description="intra-node device fabric: nvswitch, nvlink-pairs, pcie, ici")
+    network: Link | None = Field(None, description="inter-node network per node (EFA, InfiniBand, DCN)")
+    max_nodes: int = Field(1, ge=1, le=100000, description="how many of these can be joined for one job")
+    pricing: Pricing
+    amortized: bool = Field(False, description="on-prem: the price is an amortized estimate to override")
+    source: str = Field(min_length=5)
+    extra_sources: list[str] = []
+    as_of: dt.date
+    notes: str | None = None
+
+    def hourly_usd(self, spot: bool = False) -> float | None:
+        """USD per hour for one whole instance (node), or None when there is no such offer."""
+        price = self.pricing.spot_usd_per_hour if spot else self.pricing.on_demand_usd_per_hour
+        if price is None:
+            return None
+        return price * self.device_count if self.pricing.per == "device" else price
+
+
+class Catalog(Strict):
+    """Everything loaded, by id. References are checked by the loader, which knows the files."""
+
+    devices: dict[str, Device]
+    efficiency: dict[str, Efficiency]
+    instances: dict[str, Instance]
+    files: list[str] = []
+    overrides: list[str] = Field([], description="'<id> from <file>' for each entry an overlay changed")
+
+    def as_of_range(self) -> tuple[dt.date, dt.date]:
+        dates = [e.as_of for e in (*self.devices.values(), *self.instances.values())]
+        return min(dates), max(dates)

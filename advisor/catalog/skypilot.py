@@ -1,0 +1,229 @@
+"""Import SkyPilot price catalogs (`vms.csv`) as an advisor instance overlay.
+
+SkyPilot caches one `vms.csv` per cloud under `~/.sky/catalogs/<version>/<cloud>/`. Columns differ in
+order per cloud, so they are read by header name. Each row is one instance type in one zone. Known
+defects of the upstream data that this importer survives (see tests):
+
+- GCP TPU rows have no InstanceType; the slice ('tpu-v6e-8') is in AcceleratorName and the count is 1.
+- A price of 700.0 is a placeholder for zones that do not offer the TPU; more generally, a price over
+  10x the median of the same instance type elsewhere is taken as a placeholder and skipped.
+- GPU memory in SkyPilot's metadata and GpuInfo is sometimes wrong (H200 and B200 as 80 GB), so device
+  figures always come from the advisor catalog; SkyPilot gives only names, counts, prices and regions.
+- Accelerator names are spelled differently across clouds; they are matched through catalog aliases.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import re
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor import __version__
+from advisor.catalog.lookup import find_device
+from advisor.catalog.schema import Catalog, Device
+from advisor.errors import UserError
+from advisor.render.output import dump_yaml, write_atomic
+
+REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "Region")
+PLACEHOLDER_PRICES = (700.0,)  # GCP's marker for zones without the TPU (SkyPilot catalog README)
+OUTLIER_FACTOR = 10.0
+# TPU slice names count TensorCores for v2, v3, v4 and v5p (two per chip) and chips for v5e and v6e
+# (cloud.google.com/tpu/docs/system-architecture-tpu-vm).
+_TPU = re.compile(r"^tpu-(v\d+[a-z]*)-(\d+)$")
+_TPU_CORES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 2, "v5p": 2}
+_TPU_GENERATION = {"v5litepod": "v5e"}
+
+
+@dataclass
+class ImportResult:
+    entries: list[dict]
+    files: list[str]
+    skipped: Counter = field(default_factory=Counter)
+    unmapped: Counter = field(default_factory=Counter)
+    rows: int = 0
+
+    def summary(self, output: Path) -> dict:
+        return {
+            "output": str(output),
+            "files": self.files,
+            "rows": self.rows,
+            "instances": len(self.entries),
+            "offers": sum(len(e["pricing"]["regions"]) for e in self.entries),
+            "skipped_rows": sum(self.skipped.values()),
+            "skipped_by_reason": dict(self.skipped.most_common()),
+            "unmapped_accelerators": sorted(self.unmapped),
+        }
+
+
+def find_csvs(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("vms*.csv") if p.is_file())
+            if not found:
+                raise UserError(f"{path}: no vms*.csv files in this folder", "point at ~/.sky/catalogs/<version>")
+            out.extend(found)
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise UserError(f"{path}: no such file or folder", "give SkyPilot vms.csv files or their folders")
+    return out
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            header = reader.fieldnames or []
+            missing = [c for c in REQUIRED if c not in header]
+            if missing:
+                raise UserError(
+                    f"{path}: not a SkyPilot vms.csv: missing column(s) {', '.join(missing)}",
+                    "give a vms.csv from ~/.sky/catalogs/<version>/<cloud>/",
+                )
+            return list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"{path}: cannot read ({exc})", "check the file") from None
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+    return value if value is None or value == value else None  # NaN -> None
+
+
+def _device_for(catalog: Catalog, accelerator: str, instance_type: str) -> tuple[Device, float] | None:
+    """The catalog device an accelerator name means, and the multiplier from SkyPilot's count to devices."""
+    tpu = _TPU.match(accelerator.lower())
+    name, per_count = accelerator, 1.0
+    if tpu:
+        generation = _TPU_GENERATION.get(tpu.group(1), tpu.group(1))
+        name = f"tpu-{generation}"
+        per_count = int(tpu.group(2)) / _TPU_CORES_PER_CHIP.get(generation, 1)
+    try:
+        device = find_device(catalog, name)
+    except UserError:
+        return None
+    # SkyPilot names the chip, not the form factor: let the instance type choose PCIe or SXM.
+    lowered = instance_type.lower()
+    for form, other in (("pcie", "sxm"), ("sxm", "pcie")):
+        if form in lowered and other in device.id:
+            sibling = catalog.devices.get(device.id.replace(other, form))
+            if sibling is not None:
+                device = sibling
+    return device, per_count
+
+
+def import_paths(paths: list[Path], catalog: Catalog, as_of: dt.date | None = None) -> ImportResult:
+    files = find_csvs(paths)
+    result = ImportResult(entries=[], files=[str(f) for f in files])
+    offers: dict[tuple, list[dict]] = defaultdict(list)
+    for path in files:
+        cloud = path.parent.name.lower()
+        date = as_of or dt.date.fromtimestamp(path.stat().st_mtime)
+        for row in _read(path):
+            result.rows += 1
+            reason = _add_row(row, cloud, date, path, catalog, offers, result)
+            if reason:
+                result.skipped[reason] += 1
+    for key, rows in sorted(offers.items()):
+        entry = _entry(key, rows, result, catalog)
+        if entry is not None:
+            result.entries.append(entry)
+    return result
+
+
+def _add_row(row, cloud, date, path, catalog, offers, result) -> str | None:
+    accelerator = (row.get("AcceleratorName") or "").strip()
+    if not accelerator:
+        return "CPU-only row (SkyPilot does not name the CPU model)"
+    instance_type = (row.get("InstanceType") or "").strip() or accelerator  # GCP TPU rows have none
+    mapped = _device_for(catalog, accelerator, instance_type)
+    if mapped is None:
+        result.unmapped[accelerator] += 1
+        return "accelerator with no catalog device"
+    device, per_count = mapped
+    count = (_number(row.get("AcceleratorCount")) or 1.0) * per_count
+    price = _number(row.get("Price"))
+    if price is None or price <= 0:
+        return "no on-demand price"
+    if price in PLACEHOLDER_PRICES:
+        return "placeholder price 700.0 (zone without this accelerator)"
+    offers[(cloud, instance_type, device.id, count)].append(
+        {
+            "region": (row.get("Region") or "").strip() or "unknown",
+            "price": price,
+            "spot": _number(row.get("SpotPrice")),
+            "vcpus": _number(row.get("vCPUs")),
+            "memory_gib": _number(row.get("MemoryGiB")),
+            "date": date,
+            "file": str(path),
+            "tpu": device.kind == "tpu",
+        }
+    )
+    return None
+
+
+def _entry(key: tuple, rows: list[dict], result: ImportResult, catalog: Catalog) -> dict | None:
+    cloud, instance_type, device_id, count = key
+    median = statistics.median(r["price"] for r in rows)
+    kept = [r for r in rows if r["price"] <= OUTLIER_FACTOR * median]
+    if len(kept) < len(rows):
+        result.skipped["price over 10x the median of the same instance type (placeholder)"] += len(rows) - len(kept)
+    cheapest = min(r["price"] for r in kept)
+    best = [r for r in kept if r["price"] == cheapest]
+    regions = sorted({r["region"] for r in best})
+    spots = [r["spot"] for r in best if r["spot"] is not None and 0 < r["spot"] <= cheapest]
+    tpu = best[0]["tpu"]
+    per_device = tpu  # TPU slices are priced per chip-hour, as Google sells them
+    scale = 1.0 / count if per_device else 1.0
+    prices = sorted({r["price"] for r in kept})
+    pricing: dict = {"on_demand_usd_per_hour": round(cheapest * scale, 6), "regions": regions}
+    if spots:
+        pricing["spot_usd_per_hour"] = round(min(spots) * scale, 6)
+    if per_device:
+        pricing["per"] = "device"
+    vcpus = next((r["vcpus"] for r in best if r["vcpus"]), None)
+    memory = next((r["memory_gib"] for r in best if r["memory_gib"]), None)
+    entry: dict = {
+        "id": re.sub(r"[^a-z0-9._+-]+", "-", f"{cloud}-{instance_type}".lower()),
+        "provider": cloud,
+        "name": instance_type,
+        "device": device_id,
+        "device_count": int(count) if count == int(count) else count,
+        "pricing": pricing,
+        "source": f"SkyPilot catalog {best[0]['file']} (advisor {__version__} import-skypilot)",
+        "as_of": max(r["date"] for r in kept).isoformat(),
+        "notes": (
+            f"imported from SkyPilot; cheapest of {len(kept)} offers in {len({r['region'] for r in kept})} "
+            f"regions (${prices[0]:g}-${prices[-1]:g}/h for the whole instance)"
+        ),
+    }
+    device = catalog.devices[device_id]
+    if entry["id"] not in catalog.instances and count > 1:
+        # SkyPilot does not say how the devices are joined: assume the device's own link (NVLink, ICI)
+        # or else its host link (PCIe), and say so.
+        link = device.device_link or device.host_link
+        if link is not None:
+            entry["fabric"] = link.model_dump(mode="json")
+            entry["notes"] += f"; fabric assumed from the device ({link.type})"
+    if vcpus:
+        entry["vcpus"] = int(vcpus)
+    if memory:
+        entry["host_memory_bytes"] = f"{memory:g} GiB"
+    return entry
+
+
+def write_overlay(result: ImportResult, output: Path) -> Path:
+    header = (
+        f"# advisor instance overlay imported from SkyPilot price catalogs by advisor {__version__}\n"
+        f"# on {dt.date.today().isoformat()} from: {', '.join(result.files)}\n"
+        "# Use it with --catalog PATH or $ADVISOR_CATALOG. Prices move: each entry keeps its as_of date.\n"
+    )
+    return write_atomic(output, header + dump_yaml({"instances": result.entries}), "overlay")

@@ -1,0 +1,52 @@
+"""The `advisor` command line. Each command lives in its own module and only parses, calls, renders.
+
+Nothing here imports torch at module level: `advisor --help` must stay fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from advisor import __version__
+from advisor.cli import catalog as catalog_cmd
+from advisor.cli.common import run_app
+
+app = typer.Typer(
+    name="advisor",
+    help="Which hardware to train a PyTorch model on, how long it takes, and what it costs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"advisor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Which hardware to train a PyTorch model on, how long it takes, and what it costs."""
+
+
+app.add_typer(catalog_cmd.app, name="catalog")
+
+# Commands that need torch register here too; their modules import torch inside the command only.
+for _module in ("advisor.cli.profile",):
+    try:
+        __import__(_module)
+        sys.modules[_module].register(app)
+    except ModuleNotFoundError as exc:  # a command still being written
+        if exc.name != _module:
+            raise
+
+
+def main() -> None:
+    run_app(app)

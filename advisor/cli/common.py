@@ -1,0 +1,64 @@
+"""What every command shares: the --format and --catalog options, and turning errors into exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from advisor.errors import UserError
+from advisor.render.output import Format
+
+FormatOpt = Annotated[
+    Format, typer.Option("--format", "-f", help="table for people; json or yaml for machines.")
+]
+CatalogOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--catalog",
+        help="Extra catalog file or folder (repeatable); entries add to or override shipped ones by id. "
+        "Also read from $ADVISOR_CATALOG (paths separated by ':').",
+    ),
+]
+
+
+def fail(message: str, code: int = 2) -> None:
+    sys.stderr.write(f"error: {message}\n")
+    raise SystemExit(code)
+
+
+def run_app(app: typer.Typer) -> None:
+    """Run the typer app: user errors become one line and exit code 2, bugs exit 1 with a short report."""
+    try:
+        app(standalone_mode=False)
+    except UserError as exc:
+        fail(exc.line())
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            raise SystemExit(exc.exit_code) from None
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            raise SystemExit(2) from None
+        if isinstance(exc, click.exceptions.Abort):
+            fail("aborted", 1)
+        if os.environ.get("ADVISOR_DEBUG"):
+            raise
+        fail(
+            f"internal error: {type(exc).__name__}: {exc} (this is a bug in advisor; "
+            "rerun with ADVISOR_DEBUG=1 for the traceback and report it)",
+            1,
+        )
+
+
+def note(message: str) -> None:
+    """A remark for people, on stderr so that --format json stays clean."""
+    sys.stderr.write(f"note: {message}\n")

@@ -1,0 +1,1 @@
+"""Rendering: tables for people, JSON/YAML for machines, exports and plots."""

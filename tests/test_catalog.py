@@ -1,0 +1,131 @@
+"""The shipped catalog: every file validates, the required hardware is there, figures match datasheets."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from advisor.catalog.load import load_catalog, shipped_dir, validate_paths, yaml_files
+from advisor.catalog.lookup import find, find_device, find_instance
+from advisor.errors import UserError
+
+REQUIRED_DEVICES = """
+v100-sxm2-32gb v100-pcie-16gb t4 a10 a10g l4 l40s a100-40gb-sxm a100-80gb-sxm a100-80gb-pcie h100-sxm h100-pcie
+h100-nvl h200 b200 gb200 rtx-3090 rtx-4090 rtx-5090 rtx-a6000 rtx-6000-ada mi250x mi300x mi325x tpu-v2 tpu-v3
+tpu-v4 tpu-v5e tpu-v5p tpu-v6e trainium trainium2 inferentia2 gaudi2 gaudi3 xeon-8480plus xeon-6980p epyc-9654
+epyc-9965 graviton3 graviton4
+""".split()
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog(use_env=False)
+
+
+@pytest.mark.parametrize("path", yaml_files(shipped_dir()), ids=lambda p: p.name)
+def test_every_shipped_file_validates(path):
+    problems, cat = validate_paths([path])
+    assert problems == []
+    assert cat is not None
+
+
+def test_required_devices_present(catalog):
+    missing = [d for d in REQUIRED_DEVICES if d not in catalog.devices]
+    assert missing == []
+
+
+def test_every_entry_is_sourced_and_dated(catalog):
+    for entry in [*catalog.devices.values(), *catalog.instances.values()]:
+        assert entry.source.strip(), entry.id
+        assert dt.date(2019, 1, 1) <= entry.as_of <= dt.date(2027, 12, 31), entry.id
+
+
+def test_instances_cover_clouds_cpus_tpus_and_onprem(catalog):
+    insts = list(catalog.instances.values())
+    assert len(insts) >= 60
+    providers = {i.provider for i in insts}
+    assert {"aws", "gcp", "azure", "lambda", "onprem"} <= providers
+    assert len(providers - {"aws", "gcp", "azure", "lambda", "onprem"}) >= 1  # at least one more GPU cloud
+    for cloud in ("aws", "gcp", "azure"):
+        cpu_only = [i for i in insts if i.provider == cloud and catalog.devices[i.device].kind == "cpu"]
+        assert cpu_only, f"{cloud} has no CPU-only instance"
+    tpus = [i for i in insts if catalog.devices[i.device].kind == "tpu"]
+    assert tpus and all(i.pricing.per == "device" for i in tpus)  # TPUs are priced per chip-hour
+    onprem = [i for i in insts if i.provider == "onprem"]
+    assert {"h100-sxm", "rtx-4090"} <= {i.device for i in onprem}
+    assert all(i.amortized for i in onprem)
+
+
+def test_cpu_instance_share_matches_vcpus(catalog):
+    # A CPU instance's device_count is its share of a socket: vcpus / (cores × threads per core).
+    for inst in catalog.instances.values():
+        dev = catalog.devices[inst.device]
+        if dev.kind == "cpu" and inst.vcpus:
+            share = inst.vcpus / (dev.cores * dev.threads_per_core)
+            assert inst.device_count == pytest.approx(share, rel=0.02), inst.id
+
+
+@pytest.mark.parametrize(
+    ("device", "field", "expected"),
+    [
+        # NVIDIA H100 datasheet: bf16 tensor 1,979 TFLOPS with sparsity -> 989.5 dense
+        ("h100-sxm", "matrix.bf16", 989e12),
+        # A100 datasheet: bf16 tensor 312 TFLOPS dense (624 with sparsity)
+        ("a100-80gb-sxm", "matrix.bf16", 312e12),
+        ("a100-80gb-sxm", "memory_bandwidth", 2.039e12),  # 2,039 GB/s HBM2e
+        ("h100-sxm", "memory_bandwidth", 3.35e12),  # 3.35 TB/s HBM3
+        ("tpu-v5p", "memory_bandwidth", 2.765e12),  # Google: 2,765 GB/s (not the often-copied 4.8 TB/s)
+        ("tpu-v5p", "matrix.bf16", 459e12),  # Google: 459 TFLOPS bf16 per chip
+        ("t4", "matrix.fp16", 65e12),  # T4 datasheet: 65 TFLOPS fp16 mixed precision
+        ("mi300x", "matrix.bf16", 1307.4e12),  # AMD: 1,307.4 TFLOPS bf16 dense
+        ("h100-sxm", "memory_bytes", 80e9),
+        ("h200", "memory_bytes", 141e9),  # not SkyPilot's 80 GB
+    ],
+)
+def test_datasheet_figures(catalog, device, field, expected):
+    dev = catalog.devices[device]
+    if field.startswith("matrix."):
+        value = dev.matrix_flops.get(field.split(".")[1])
+    else:
+        value = getattr(dev, field)
+    assert value == pytest.approx(expected, rel=0.01)
+
+
+def test_no_bf16_on_volta_and_turing(catalog):
+    for dev_id in ("v100-sxm2-32gb", "t4"):
+        assert "bf16" not in catalog.devices[dev_id].dtypes()
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("h100", "h100-sxm"),
+        ("H100 SXM", "h100-sxm"),
+        ("h100-pcie", "h100-pcie"),
+        ("a100-80gb", "a100-80gb-sxm"),  # SkyPilot's A100-80GB means SXM
+        ("MI300X", "mi300x"),
+        ("tpu v5p", "tpu-v5p"),
+    ],
+)
+def test_device_lookup_is_forgiving(catalog, query, expected):
+    assert find_device(catalog, query).id == expected
+
+
+def test_instance_lookup(catalog):
+    assert find_instance(catalog, "p5.48xlarge").id == "aws-p5.48xlarge"
+    assert find(catalog, "aws p5.48xlarge").id == "aws-p5.48xlarge"
+
+
+def test_unknown_name_suggests(catalog):
+    with pytest.raises(UserError) as info:
+        find_device(catalog, "h1000")
+    assert "unknown device 'h1000'" in info.value.line()
+    assert "h100" in " ".join(info.value.suggestions)
+
+
+def test_ambiguous_name_lists_candidates(catalog):
+    with pytest.raises(UserError) as info:
+        find_device(catalog, "a100 pcie")
+    line = info.value.line()
+    assert "ambiguous" in line and "a100-40gb-pcie" in line and "a100-80gb-pcie" in line

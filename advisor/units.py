@@ -33,12 +33,28 @@ def _table() -> dict[str, dict[str, float]]:
         bandwidth[f"{p}B/s"] = f
     size["bytes"] = 1.0
     duration = {
-        "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
-        "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9,
-        "m": 60.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
-        "h": 3600.0, "hr": 3600.0, "hour": 3600.0, "hours": 3600.0,
-        "d": 86400.0, "day": 86400.0, "days": 86400.0,
-        "w": 604800.0, "week": 604800.0, "weeks": 604800.0,
+        "s": 1.0,
+        "sec": 1.0,
+        "second": 1.0,
+        "seconds": 1.0,
+        "ms": 1e-3,
+        "us": 1e-6,
+        "µs": 1e-6,
+        "ns": 1e-9,
+        "m": 60.0,
+        "min": 60.0,
+        "minute": 60.0,
+        "minutes": 60.0,
+        "h": 3600.0,
+        "hr": 3600.0,
+        "hour": 3600.0,
+        "hours": 3600.0,
+        "d": 86400.0,
+        "day": 86400.0,
+        "days": 86400.0,
+        "w": 604800.0,
+        "week": 604800.0,
+        "weeks": 604800.0,
     }
     count = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
     return {
@@ -123,6 +139,7 @@ def parse_positive(value: object, kind: str, what: str) -> float:
 
 
 # ---- formatting (for people; machines get the raw numbers) ----
+
 
 def _scaled(value: float, steps: list[tuple[float, str]], digits: int = 3) -> str:
     for factor, suffix in steps:

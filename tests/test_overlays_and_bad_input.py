@@ -68,7 +68,10 @@ BAD = {
     "malformed": ("devices: [\n  - id: x\n", ["overlay.yaml:", "malformed YAML"]),
     "unsafe_tag": ("devices: !!python/object/apply:os.system ['echo hi']\n", ["overlay.yaml:1", "python/object"]),
     "missing_field": (GOOD_DEVICE.replace("    tdp_watts: 300\n", ""), ["my-gpu", "field tdp_watts", "missing"]),
-    "unknown_field": (GOOD_DEVICE.replace("tdp_watts: 300", "tdp_watts: 300\n    colour: red"), ["field colour", "unknown field"]),
+    "unknown_field": (
+        GOOD_DEVICE.replace("tdp_watts: 300", "tdp_watts: 300\n    colour: red"),
+        ["field colour", "unknown field"],
+    ),
     "negative": (GOOD_DEVICE.replace("tdp_watts: 300", "tdp_watts: -300"), ["field tdp_watts", "greater than 0"]),
     "absurd": (GOOD_DEVICE.replace("48 GB", "48 EB"), ["field memory_bytes", "outside the plausible range"]),
     "unknown_unit": (GOOD_DEVICE.replace("1 TB/s", "1 TB/sec"), ["field memory_bandwidth", "unknown unit 'TB/sec'"]),

@@ -26,9 +26,7 @@ def _quantity(kind: str, low: float, high: float):
 
     def check(value: float) -> float:
         if not (low <= value <= high):
-            raise ValueError(
-                f"{value:g} is outside the plausible range {low:g}..{high:g} (SI base units) for a {kind}"
-            )
+            raise ValueError(f"{value:g} is outside the plausible range {low:g}..{high:g} (SI base units) for a {kind}")
         return value
 
     return Annotated[float, BeforeValidator(parse), AfterValidator(check)]

@@ -113,9 +113,7 @@ def validate_cmd(
 
 @app.command("import-skypilot")
 def import_skypilot_cmd(
-    paths: Annotated[
-        list[Path], typer.Argument(help="SkyPilot vms.csv files, or folders such as ~/.sky/catalogs/v9.")
-    ],
+    paths: Annotated[list[Path], typer.Argument(help="SkyPilot vms.csv files, or folders such as ~/.sky/catalogs/v9.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Overlay YAML to write.")],
     as_of: Annotated[
         str | None, typer.Option(help="Date the prices reflect (YYYY-MM-DD); default: each file's date.")

@@ -12,9 +12,7 @@ import typer
 from advisor.errors import UserError
 from advisor.render.output import Format
 
-FormatOpt = Annotated[
-    Format, typer.Option("--format", "-f", help="table for people; json or yaml for machines.")
-]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for people; json or yaml for machines.")]
 CatalogOpt = Annotated[
     list[Path] | None,
     typer.Option(

@@ -1,0 +1,122 @@
+"""The public Python API: what the CLI calls, and what notebooks and scripts can call too.
+
+    from advisor import api
+    cat = api.catalog()
+    prof = api.profile_from("gpt2-124m")
+    est = api.estimate(prof, "p5.48xlarge", tokens=10e9)
+    print(est.step_time_s, est.cost_usd)
+
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.catalog.load import load_catalog
+from advisor.catalog.lookup import find
+from advisor.catalog.schema import Catalog, Device, Instance
+from advisor.errors import UserError
+from advisor.estimator.config import Config, Workload
+from advisor.estimator.estimate import Estimate
+from advisor.estimator.estimate import estimate as _estimate
+
+
+def catalog(extra: list[Path] | None = None) -> Catalog:
+    return load_catalog(extra)
+
+
+def shipped_profiles_dir() -> Path:
+    packaged = Path(__file__).resolve().parent / "_data" / "profiles"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[1] / "profiles"
+
+
+def profile_from(name_or_path: str | Path):
+    """Load a profile from a path, or by name from the shipped reference profiles."""
+    from advisor.profiler.schema import load_profile
+
+    path = Path(name_or_path)
+    if path.is_file():
+        return load_profile(path)
+    shipped = shipped_profiles_dir()
+    for candidate in (shipped / f"{name_or_path}.yaml", shipped / str(name_or_path)):
+        if candidate.is_file():
+            return load_profile(candidate)
+    names = sorted(p.stem for p in shipped.glob("*.yaml")) if shipped.is_dir() else []
+    import difflib
+
+    raise UserError(
+        f"profile {str(name_or_path)!r} not found (no such file, and no shipped profile of that name)",
+        f"give a profile path or one of: {', '.join(names) or 'none shipped'}",
+        difflib.get_close_matches(str(name_or_path), names, n=3),
+    )
+
+
+def resolve_hardware(
+    cat: Catalog, name: str, count: int | None = None, nodes: int = 1
+) -> tuple[Device, Instance | None, int]:
+    """A device or instance name -> (device, instance or None, devices per node), checked."""
+    entry = find(cat, name)
+    if nodes < 1:
+        raise UserError(f"--nodes must be at least 1, got {nodes}")
+    if isinstance(entry, Device):
+        if nodes > 1:
+            raise UserError(
+                f"--nodes {nodes} needs an instance (it brings the network between nodes); {entry.id} is a device",
+                f"pick an instance with {entry.id}, e.g. one from 'advisor catalog show {entry.id}'",
+            )
+        return entry, None, count or 1
+    device = cat.devices[entry.device]
+    have = int(round(entry.device_count)) if device.kind != "cpu" else 1
+    per_node = count or have
+    if per_node > have:
+        raise UserError(
+            f"--count {per_node} is more than the {have} devices of {entry.id}", f"use --count {have} or less"
+        )
+    if count is not None and count < 1:
+        raise UserError(f"--count must be at least 1, got {count}")
+    if nodes > entry.max_nodes:
+        raise UserError(
+            f"--nodes {nodes} is more than {entry.id} allows ({entry.max_nodes})",
+            "use fewer nodes or an instance with a cluster network",
+        )
+    return device, entry, per_node
+
+
+def estimate(
+    profile,
+    hardware: str,
+    *,
+    count: int | None = None,
+    nodes: int = 1,
+    precision: str | None = None,
+    strategy: str | None = None,
+    checkpointing: bool = False,
+    micro_batch: int | None = None,
+    global_batch: int | None = None,
+    samples: float | None = None,
+    epochs: float | None = None,
+    steps: float | None = None,
+    tokens: float | None = None,
+    spot: bool = False,
+    cat: Catalog | None = None,
+) -> Estimate:
+    cat = cat or catalog()
+    device, instance, per_node = resolve_hardware(cat, hardware, count, nodes)
+    world = per_node * nodes
+    config = Config(
+        device=device.id,
+        instance=instance.id if instance else None,
+        devices_per_node=per_node,
+        nodes=nodes,
+        precision=precision or profile.precision,
+        strategy=strategy or ("ddp" if world > 1 else "single"),
+        checkpointing=checkpointing,
+        micro_batch=micro_batch,
+        global_batch=global_batch,
+        spot=spot,
+    )
+    if spot and instance is not None and instance.hourly_usd(spot=True) is None:
+        raise UserError(f"{instance.id} has no spot price in the catalog", "use --pricing on-demand")
+    workload = Workload(samples=samples, epochs=epochs, steps=steps, tokens=tokens)
+    return _estimate(profile, cat, config, workload)

@@ -1,0 +1,100 @@
+"""`advisor estimate PROFILE --hardware NAME …`: step time, memory fit, total time and cost."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from advisor.cli.common import CatalogOpt, FormatOpt
+from advisor.errors import UserError
+from advisor.render.output import Format, emit
+
+PRECISION_HELP = "fp32, tf32, bf16-mixed, fp16-mixed or bf16 (default: the profile's)."
+
+
+def parse_workload(samples: str | None, epochs: float | None, steps: str | None, tokens: str | None):
+    from advisor import units
+
+    def count(value: str | None, what: str) -> float | None:
+        return None if value is None else units.parse_positive(value, "count", what)
+
+    if epochs is not None and epochs <= 0:
+        raise UserError(f"--epochs must be positive, got {epochs:g}")
+    return count(samples, "--samples"), epochs, count(steps, "--steps"), count(tokens, "--tokens")
+
+
+def check_choice(value: str | None, choices: tuple[str, ...], option: str) -> None:
+    if value is not None and value not in choices:
+        import difflib
+
+        raise UserError(
+            f"unknown {option} {value!r}",
+            f"use one of {', '.join(choices)}",
+            difflib.get_close_matches(value, choices, n=2),
+        )
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("estimate")
+    def estimate_cmd(
+        profile: Annotated[str, typer.Argument(help="A profile YAML, or the name of a shipped profile.")],
+        hardware: Annotated[
+            str, typer.Option("--hardware", "-H", help="A device ('h100') or an instance ('p5.48xlarge').")
+        ],
+        count: Annotated[
+            int | None, typer.Option(help="Devices per node (default: all of the instance's; 1 for a device).")
+        ] = None,
+        nodes: Annotated[int, typer.Option(help="Nodes (instances) joined over their network.")] = 1,
+        precision: Annotated[str | None, typer.Option(help=PRECISION_HELP)] = None,
+        strategy: Annotated[
+            str | None, typer.Option(help="single, ddp or fsdp (default: ddp when there are several devices).")
+        ] = None,
+        checkpointing: Annotated[
+            bool, typer.Option("--checkpointing/--no-checkpointing", help="Activation checkpointing.")
+        ] = False,
+        micro_batch: Annotated[
+            int | None, typer.Option(help="Per-device micro-batch (default: the largest that fits).")
+        ] = None,
+        global_batch: Annotated[int | None, typer.Option(help="Samples per optimizer step over all devices.")] = None,
+        samples: Annotated[str | None, typer.Option(help="Dataset size in samples ('1.28M'), with --epochs.")] = None,
+        epochs: Annotated[float | None, typer.Option(help="Passes over --samples.")] = None,
+        steps: Annotated[str | None, typer.Option(help="Optimizer steps.")] = None,
+        tokens: Annotated[str | None, typer.Option(help="Training tokens ('10B'); needs a token model.")] = None,
+        pricing: Annotated[str, typer.Option(help="on-demand or spot.")] = "on-demand",
+        catalog: CatalogOpt = None,
+        fmt: FormatOpt = Format.table,
+    ) -> None:
+        """Estimate step time, memory per device, total time and cost of training on one configuration."""
+        from advisor import api
+        from advisor.estimator.config import PRECISIONS
+
+        check_choice(precision, PRECISIONS, "--precision")
+        check_choice(strategy, ("single", "ddp", "fsdp"), "--strategy")
+        check_choice(pricing, ("on-demand", "spot"), "--pricing")
+        for value, option in ((micro_batch, "--micro-batch"), (global_batch, "--global-batch"), (count, "--count")):
+            if value is not None and value < 1:
+                raise UserError(f"{option} must be at least 1, got {value}")
+        work = parse_workload(samples, epochs, steps, tokens)
+        cat = api.catalog(catalog)
+        prof = api.profile_from(profile)
+        est = api.estimate(
+            prof,
+            hardware,
+            count=count,
+            nodes=nodes,
+            precision=precision,
+            strategy=strategy,
+            checkpointing=checkpointing,
+            micro_batch=micro_batch,
+            global_batch=global_batch,
+            samples=work[0],
+            epochs=work[1],
+            steps=work[2],
+            tokens=work[3],
+            spot=pricing == "spot",
+            cat=cat,
+        )
+        from advisor.render.estimate_tables import print_estimate
+
+        emit(est, fmt, lambda: print_estimate(est, prof.name))

@@ -1,0 +1,101 @@
+"""Per-op roofline: an op takes the longer of its compute and its memory traffic, plus a fixed cost.
+
+    t_op = max(F / (P[dtype, unit] · η_c(F)), B / (BW · η_m(B))) + t_overhead
+
+P is the dense datasheet peak of the unit the op runs on (the matrix unit for matmul-class ops in a
+dtype it supports, else the vector units), η are the achievable fractions from the device family's
+efficiency profile (catalog data, replaced by `advisor calibrate`), and the overhead is the eager
+framework's per-op cost. Times are per call; a record that ran `count` times costs `count` calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.catalog.schema import Device, Efficiency
+from advisor.estimator.config import COMPUTE_DTYPE, DTYPE_BYTES
+
+FLOAT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp64")
+
+
+@dataclass
+class OpTime:
+    seconds: float
+    compute_s: float  # part of `seconds` that was compute-bound (incl. its overhead)
+    memory_s: float  # part that was memory-bound
+    overhead_s: float  # fixed per-op costs
+    flops: float
+    bytes: float
+    unit: str  # "matrix" | "vector" | "memory"
+    dtype: str
+
+
+def effective_dtype(op_dtype: str, category: str, profiled: str, target: str) -> str:
+    """The dtype an op computes in when a profile made under `profiled` precision runs under `target`."""
+    if profiled == target or op_dtype not in FLOAT_DTYPES:
+        return op_dtype
+    if category == "matrix":
+        return COMPUTE_DTYPE[target]
+    # Vector ops follow their tensors: 16-bit under pure bf16, fp32 stays fp32 under mixed precision.
+    if target == "bf16":
+        return "bf16"
+    if op_dtype in ("bf16", "fp16") and target in ("fp32", "tf32"):
+        return "fp32"
+    if op_dtype in ("bf16", "fp16") and target in ("bf16-mixed", "fp16-mixed"):
+        return COMPUTE_DTYPE[target]
+    return op_dtype
+
+
+def byte_scale(op_dtype: str, new_dtype: str) -> float:
+    old = DTYPE_BYTES.get(op_dtype)
+    new = DTYPE_BYTES.get(new_dtype)
+    return new / old if old and new else 1.0
+
+
+def peak_for(device: Device, dtype: str, category: str) -> tuple[float | None, str]:
+    """Peak FLOP/s for an op and the unit it lands on. tf32 falls back to fp32 where there is no tf32."""
+    if category == "matrix":
+        peak = device.matrix_flops.get(dtype)
+        if peak:
+            return peak, "matrix"
+        if dtype == "tf32" and device.matrix_flops.get("fp32"):
+            return device.matrix_flops.get("fp32"), "matrix"
+    lookup = "fp32" if dtype == "tf32" else dtype
+    peak = device.vector_flops.get(lookup)
+    if peak:
+        return peak, "vector"
+    # A vector unit without a 16-bit rate computes 16-bit elementwise ops at its fp32 rate.
+    return device.vector_flops.get("fp32"), "vector"
+
+
+def op_time(
+    device: Device,
+    eff: Efficiency,
+    flops: float,
+    nbytes: float,
+    count: float,
+    category: str,
+    dtype: str,
+) -> OpTime:
+    """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`."""
+    calls = max(count, 1.0)
+    f_call, b_call = flops / calls, nbytes / calls
+    overhead = eff.op_overhead_s * calls
+    t_mem = b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_call)) if b_call > 0 else 0.0
+    t_cmp, unit = 0.0, "memory"
+    if f_call > 0 and category != "memory":
+        peak, unit = peak_for(device, dtype, category)
+        eta = Efficiency.at(eff.matrix, f_call) if unit == "matrix" else eff.vector
+        t_cmp = f_call / (peak * eta)
+    body = max(t_cmp, t_mem) * calls
+    compute_bound = t_cmp >= t_mem and t_cmp > 0
+    return OpTime(
+        seconds=body + overhead,
+        compute_s=body if compute_bound else 0.0,
+        memory_s=0.0 if compute_bound else body,
+        overhead_s=overhead,
+        flops=flops,
+        bytes=nbytes,
+        unit=unit,
+        dtype=dtype,
+    )

@@ -230,5 +230,8 @@ def load_catalog(extra: list[Path] | None = None, use_env: bool = True) -> Catal
 def validate_paths(paths: list[Path]) -> tuple[list[str], Catalog | None]:
     """Every problem found in `paths`, each read as an overlay on the shipped catalog (which is checked too)."""
     shipped = shipped_dir().resolve()
-    builder = _build(shipped, [p for p in paths if Path(p).resolve() != shipped])
-    return builder.problems, builder.build()
+    # Paths inside the shipped catalog are already part of the base: check them once, not twice.
+    others = [p for p in paths if not Path(p).resolve().is_relative_to(shipped)]
+    builder = _build(shipped, others)
+    catalog = builder.build()
+    return builder.problems, catalog

@@ -39,7 +39,7 @@ def _root(
 app.add_typer(catalog_cmd.app, name="catalog")
 
 # Commands that need torch register here too; their modules import torch inside the command only.
-for _module in ("advisor.cli.profile", "advisor.cli.estimate"):
+for _module in ("advisor.cli.profile",):
     try:
         __import__(_module)
         sys.modules[_module].register(app)

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from advisor import units
+from advisor.errors import UserError
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
 DeviceKind = Literal["cpu", "gpu", "tpu", "accelerator"]
@@ -22,7 +23,10 @@ def _quantity(kind: str, low: float, high: float):
     """A float parsed from a number or a string with a unit, checked to lie in [low, high]."""
 
     def parse(value: object) -> float:
-        return units.parse(value, kind, kind)
+        try:
+            return units.parse(value, kind, kind)
+        except UserError as exc:  # pydantic adds the field's location to a ValueError
+            raise ValueError(exc.line()) from None
 
     def check(value: float) -> float:
         if not (low <= value <= high):

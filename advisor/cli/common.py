@@ -31,7 +31,9 @@ def fail(message: str, code: int = 2) -> None:
 def run_app(app: typer.Typer) -> None:
     """Run the typer app: user errors become one line and exit code 2, bugs exit 1 with a short report."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            raise SystemExit(code)
     except UserError as exc:
         fail(exc.line())
     except SystemExit:
@@ -39,14 +41,14 @@ def run_app(app: typer.Typer) -> None:
     except KeyboardInterrupt:
         fail("interrupted", 130)
     except Exception as exc:  # noqa: BLE001 - the last line of defence
-        import click
-
-        if isinstance(exc, click.exceptions.Exit):
+        # typer's click (bundled or not): Exit carries a code, usage errors can show themselves.
+        name = type(exc).__name__
+        if name == "Exit" and hasattr(exc, "exit_code"):
             raise SystemExit(exc.exit_code) from None
-        if isinstance(exc, click.ClickException):
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
             raise SystemExit(2) from None
-        if isinstance(exc, click.exceptions.Abort):
+        if name == "Abort":
             fail("aborted", 1)
         if os.environ.get("ADVISOR_DEBUG"):
             raise

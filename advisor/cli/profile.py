@@ -1,0 +1,183 @@
+"""`advisor profile MODEL.py`: count one training step of a model and save its profile.
+
+torch is imported inside the command only, so that `advisor --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from advisor.cli.common import FormatOpt, note
+from advisor.errors import UserError
+from advisor.render.output import Format, check_writable, emit
+
+DEVICES = ("auto", "cuda", "cpu", "meta")
+PRECISIONS = ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16")
+OPTIMIZERS = ("adamw", "adam", "sgd")
+TOP = 8
+
+
+def _choice(value: str | None, choices: tuple[str, ...], option: str) -> None:
+    if value is not None and value not in choices:
+        import difflib
+
+        raise UserError(f"unknown {option} {value!r}", f"use one of {', '.join(choices)}",
+                        difflib.get_close_matches(value, choices, n=2))
+
+
+def summary(profile: Any, path: Path | None) -> dict:
+    """What the table shows, as data (the --format json/yaml output)."""
+    b = profile.batch_size
+    mem = profile.memory
+
+    def top(key) -> list[dict]:
+        ops = sorted(profile.ops, key=key, reverse=True)[:TOP]
+        return [{"op": o.op, "phase": o.phase, "module": o.module, "dtype": o.dtype, "count": o.count,
+                 "shapes": o.shapes, "flops": o.flops.at(b), "bytes": o.bytes_read.at(b) + o.bytes_written.at(b)}
+                for o in ops]
+
+    return {
+        "profile": str(path) if path else None,
+        "name": profile.name, "device": profile.device, "precision": profile.precision,
+        "optimizer": profile.optimizer, "batch_size": b, "parameters": profile.parameters,
+        "tokens_per_sample": profile.tokens_per_sample, "linear_in_batch": profile.linear_in_batch,
+        "flops": {ph: profile.flops(b, ph) for ph in ("forward", "backward", "optimizer")} | {
+            "total": profile.flops(b)},
+        "bytes": {ph: profile.bytes(b, ph) for ph in ("forward", "backward", "optimizer")} | {
+            "total": profile.bytes(b)},
+        "memory": {"parameters": mem.parameter_bytes, "gradients": mem.gradient_bytes,
+                   "optimizer_state": mem.optimizer_state_bytes, "activations": mem.activation_bytes.at(b),
+                   "temporaries": mem.temporary_peak_bytes.at(b), "peak": mem.peak_bytes.at(b),
+                   "measured_peak": mem.measured_peak_bytes},
+        "step_time_s": profile.timing.step_time_s if profile.timing else None,
+        "top_by_flops": top(lambda o: o.flops.at(b)),
+        "top_by_bytes": top(lambda o: o.bytes_read.at(b) + o.bytes_written.at(b)),
+        "uncounted_ops": profile.uncounted_ops,
+    }
+
+
+def _table(data: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from advisor.units import fmt_bytes, fmt_count, fmt_duration
+
+    def flops(x: float) -> str:
+        return fmt_count(x) + "FLOP" if x >= 1000 else f"{x:.0f} FLOP"
+
+    con = Console()
+    t = Table(title=f"{data['name']}: batch {data['batch_size']}, {data['precision']}, {data['optimizer']}, "
+              f"on {data['device']}", show_header=True)
+    for col in ("", "forward", "backward", "optimizer", "total"):
+        t.add_column(col, justify="right" if col else "left")
+    t.add_row("FLOPs", *(flops(data["flops"][k]) for k in ("forward", "backward", "optimizer", "total")))
+    t.add_row("bytes", *(fmt_bytes(data["bytes"][k]) for k in ("forward", "backward", "optimizer", "total")))
+    con.print(t)
+    m = Table(title="memory", show_header=False)
+    m.add_column("")
+    m.add_column("", justify="right")
+    labels = {"parameters": "parameters", "gradients": "gradients", "optimizer_state": "optimizer state",
+              "activations": "activations (saved)", "temporaries": "temporaries", "peak": "peak",
+              "measured_peak": "measured peak (CUDA)"}
+    for key, label in labels.items():
+        if data["memory"].get(key) is not None:
+            m.add_row(label, fmt_bytes(data["memory"][key]))
+    con.print(m)
+    for key, title in (("top_by_flops", "top ops by FLOPs"), ("top_by_bytes", "top ops by bytes")):
+        o = Table(title=title)
+        for col in ("op", "phase", "module", "dtype", "calls", "FLOPs", "bytes"):
+            o.add_column(col, justify="right" if col in ("calls", "FLOPs", "bytes") else "left")
+        for r in data[key]:
+            o.add_row(r["op"], r["phase"], r["module"] or "-", r["dtype"], str(r["count"]), flops(r["flops"]),
+                      fmt_bytes(r["bytes"]))
+        con.print(o)
+    extra = f"parameters {fmt_count(data['parameters'])}"
+    if data["tokens_per_sample"]:
+        extra += f", {data['tokens_per_sample']} tokens per sample"
+    if data["step_time_s"]:
+        extra += f", measured step {fmt_duration(data['step_time_s'])}"
+    con.print(extra + (f"; profile written to {data['profile']}" if data["profile"] else ""))
+
+
+class _Progress:
+    """A progress bar on stderr for people (nothing when stderr is not a terminal)."""
+
+    STAGES = 8  # 2 batch sizes x (build, forward, backward, optimizer), then timing
+
+    def __init__(self) -> None:
+        self.bar = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                                console=Console(stderr=True), transient=True)
+            self.task = self.bar.add_task("profiling", total=self.STAGES + 1)
+
+    def __enter__(self):
+        if self.bar:
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar:
+            self.bar.__exit__(*exc)
+
+    def __call__(self, stage: str) -> None:
+        if self.bar:
+            self.bar.update(self.task, advance=1, description=f"profiling: {stage}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("profile")
+    def profile_cmd(
+        model: Annotated[Path, typer.Argument(help="Model file (Python, executed) defining build_model() and "
+                                              "example_batch(batch_size).")],
+        batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Samples per step.")] = 8,
+        device: Annotated[str, typer.Option(help="auto (a local GPU, else the CPU), cuda, cpu, or meta "
+                                            "(counts without allocating anything).")] = "auto",
+        precision: Annotated[str, typer.Option(help="fp32, tf32, bf16-mixed, fp16-mixed or bf16.")] = "fp32",
+        optimizer: Annotated[str | None, typer.Option(help="adamw, adam or sgd (default: the file's "
+                                                      "make_optimizer, else adamw).")] = None,
+        name: Annotated[str | None, typer.Option(help="Profile name (default: the model file's name).")] = None,
+        output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the profile "
+                                                    "(default: profiles/NAME.yaml).")] = None,
+        fmt: FormatOpt = Format.table,
+    ) -> None:
+        """Count FLOPs, bytes and memory of one training step of MODEL.py and save its profile."""
+        _choice(device, DEVICES, "--device")
+        _choice(precision, PRECISIONS, "--precision")
+        _choice(optimizer, OPTIMIZERS, "--optimizer")
+        if batch_size < 1:
+            raise UserError(f"--batch-size must be at least 1, got {batch_size}")
+        if not model.is_file():
+            raise UserError(f"model file {model} does not exist" if not model.exists() else
+                            f"{model} is not a file", "give the path of a .py model file")
+        path = output or Path("profiles") / f"{name or model.stem}.yaml"
+        if output is None and not path.parent.exists():
+            check_writable(path.parent, "profile")  # profiles/ will be created in a writable folder
+        else:
+            check_writable(path, "profile")
+
+        from advisor.profiler.model_file import InternalError
+        from advisor.profiler.profile import profile_model
+        from advisor.profiler.schema import save_profile
+
+        try:
+            with _Progress() as tick:
+                prof = profile_model(model, batch_size, device, precision, optimizer, name, tick=tick)
+        except InternalError as exc:
+            raise RuntimeError(str(exc)) from exc
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_profile(prof, path)
+        if prof.uncounted_ops:
+            note(f"{len(prof.uncounted_ops)} op(s) have no FLOP formula and count 0 FLOPs: "
+                 f"{', '.join(prof.uncounted_ops[:6])}")
+        if not prof.linear_in_batch:
+            note(f"cost is not linear in the batch size: {prof.linear_reason}")
+        data = summary(prof, path)
+        emit(data, fmt, lambda: _table(data))

@@ -1,0 +1,254 @@
+"""The counter: a TorchDispatchMode that sees every aten op of a training step and records its cost.
+
+Per call it records FLOPs (registry formula), bytes read and written (from the tensors themselves), dtype,
+phase and the module it ran under (aggregation into records happens in profile.py). Alongside it tracks memory:
+live tensors (by storage, with weak references, so it works on meta too), the peak, and the tensors autograd
+saves for backward (deduplicated by storage).
+
+Module attribution: a global module pre/post hook keeps the stack of module paths in the forward pass; each
+forward op's autograd node is tagged with the path, and in backward the currently running node
+(`torch._C._current_autograd_node()`) gives it back. Repeated layers' indices become '*', so the 80 layers
+of a 70B model aggregate into one set of records.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from advisor.profiler.registry import Call, Entry, lookup
+
+DTYPES = {
+    torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
+    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
+    torch.bool: "bool", torch.complex64: "complex64", torch.complex128: "complex128",
+}
+for _name in ("float8_e4m3fn", "float8_e5m2"):
+    if hasattr(torch, _name):
+        DTYPES[getattr(torch, _name)] = "fp8_" + _name.split("_")[1].removesuffix("fn")
+# Ops that only make a new view or alias of existing memory: no kernel, no bytes.
+# Gathers read only the rows they pick, not the whole table: bytes read = the indices + what is written.
+GATHERS = {"aten.embedding", "aten.index_select", "aten.gather", "aten.index", "aten._unsafe_index"}
+FREE_OPS = {"aten._unsafe_view", "aten.lift_fresh", "aten.alias", "aten.detach", "aten._reshape_alias"}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return DTYPES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def storage_key(t: torch.Tensor) -> int:
+    return t.untyped_storage()._cdata
+
+
+def span_bytes(t: torch.Tensor) -> int:
+    """Bytes a kernel must read for `t`: its elements, or fewer when it is a broadcast (stride-0) view."""
+    if t.is_contiguous():
+        return t.numel() * t.element_size()
+    if t.numel() == 0:
+        return 0
+    span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True) if s > 1)
+    return min(span, t.numel()) * t.element_size()
+
+
+def pattern(path: str) -> str:
+    return ".".join("*" if p.isdigit() else p for p in path.split(".")) if path else ""
+
+
+@dataclass
+class _OpInfo:
+    name: str
+    entry: Entry | None
+    free: bool
+
+
+@dataclass
+class Memory:
+    baseline: int = 0  # parameters, buffers and inputs, alive before the step
+    live: int = 0
+    peak: int = 0
+    saved: int = 0  # saved for backward, deduplicated
+    saved_outside_blocks: int = 0
+    block_inputs: int = 0
+    block_saved: dict[int, int] = field(default_factory=dict)
+
+
+class Counter(TorchDispatchMode):
+    """Use as a context manager around one training step; set `.phase` before each phase."""
+
+    def __init__(self, model: torch.nn.Module | None = None, blocks: list[torch.nn.Module] = (), tf32: bool = False,
+                 preexisting: list = ()):
+        super().__init__()
+        model = model if model is not None else torch.nn.Module()
+        self.phase = "forward"
+        self.tf32 = tf32
+        self.keys: dict[tuple, int] = {}  # (op, shapes, dtype, phase, module, category, uncounted) -> index
+        self.calls: list[tuple[int, float, int, int]] = []  # per call: key index, flops, bytes read, written
+        self.view_ops = 0
+        self.mem = Memory()
+        self._names = {id(m): n for n, m in model.named_modules()}
+        self._blocks = {id(b) for b in blocks}
+        self._stack: list[str] = [""]
+        self._block: int | None = None
+        self._nodes: dict = {}
+        self._pending: list = []
+        self._storages: dict[int, list[int]] = {}  # key -> [references, bytes]
+        self._seen_saved: set[int] = set()
+        self._info: dict = {}
+        self._param_keys = {storage_key(p) for p in model.parameters()}
+        self._pre = set()
+        for t in preexisting:
+            k = storage_key(t)
+            if k not in self._pre:
+                self._pre.add(k)
+                self.mem.baseline += t.untyped_storage().nbytes()
+        self.mem.peak = self.mem.baseline
+        self._handles: list = []
+
+    # ---- context ----
+    def __enter__(self):
+        mods = torch.nn.modules.module
+        self._handles = [
+            mods.register_module_forward_pre_hook(self._pre_hook),
+            mods.register_module_forward_hook(self._post_hook),
+        ]
+        self._saved = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
+        self._saved.__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        self.flush()
+        self._saved.__exit__(*exc)
+        for h in self._handles:
+            h.remove()
+        return super().__exit__(*exc)
+
+    def flush(self) -> None:
+        for t, path in self._pending:
+            node = t.grad_fn
+            if node is not None and node not in self._nodes:
+                self._nodes[node] = path
+        self._pending.clear()
+
+    # ---- modules ----
+    def _pre_hook(self, module, inputs):
+        if self.phase != "forward":
+            return
+        name = self._names.get(id(module), type(module).__name__)
+        self._stack.append(pattern(name))
+        if id(module) in self._blocks and self._block is None:
+            self._block = id(module)
+            self.mem.block_inputs += sum(span_bytes(t) for t in inputs if isinstance(t, torch.Tensor))
+
+    def _post_hook(self, module, inputs, output):
+        if self.phase != "forward" or len(self._stack) < 2:
+            return
+        self.flush()
+        self._stack.pop()
+        if self._block == id(module):
+            self._block = None
+
+    def _pack(self, t: torch.Tensor):
+        key = storage_key(t)
+        if key in self._param_keys or key in self._seen_saved:
+            return t
+        self._seen_saved.add(key)
+        nbytes = t.untyped_storage().nbytes()
+        self.mem.saved += nbytes
+        if self._block is None:
+            self.mem.saved_outside_blocks += nbytes
+        else:
+            self.mem.block_saved[self._block] = self.mem.block_saved.get(self._block, 0) + nbytes
+        return t
+
+    # ---- memory ----
+    def _track(self, t: torch.Tensor) -> None:
+        key = storage_key(t)
+        if key in self._pre:
+            return
+        ref = self._storages.get(key)
+        if ref is None:
+            nbytes = t.untyped_storage().nbytes()
+            self._storages[key] = [1, nbytes]
+            self.mem.live += nbytes
+            total = self.mem.baseline + self.mem.live
+            if total > self.mem.peak:
+                self.mem.peak = total
+        else:
+            ref[0] += 1
+        weakref.finalize(t, self._release, key)
+
+    def _release(self, key: int) -> None:
+        ref = self._storages.get(key)
+        if ref is not None:
+            ref[0] -= 1
+            if ref[0] == 0:
+                self.mem.live -= ref[1]
+                del self._storages[key]
+
+    # ---- ops ----
+    def _op_info(self, func) -> _OpInfo:
+        info = self._info.get(func)
+        if info is None:
+            name = str(func.overloadpacket)
+            free = bool(getattr(func, "is_view", False)) or name in FREE_OPS
+            info = self._info[func] = _OpInfo(name, lookup(name), free)
+        return info
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self._pending:
+            self.flush()
+        info = self._op_info(func)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        outs = [o for o in outs if isinstance(o, torch.Tensor)]
+        if self.phase == "forward" and outs:
+            self._pending.append((outs[0], self._stack[-1]))
+        if info.free or not info.name.startswith("aten."):  # views and profiler markers: no kernel
+            self.view_ops += 1
+            return out
+        shapes, read, first_in = [], 0, None
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, torch.Tensor):
+                shapes.append(tuple(a.shape))
+                read += span_bytes(a)
+                first_in = first_in if first_in is not None else a
+            elif isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+                ts = [x for x in a if isinstance(x, torch.Tensor)]
+                shapes.append(("list", len(ts), sum(x.numel() for x in ts)))
+                read += sum(span_bytes(x) for x in ts)
+                first_in = first_in if first_in is not None else ts[0]
+        written = 0
+        for o in outs:
+            written += o.numel() * o.element_size()
+            self._track(o)
+        if info.name in GATHERS:
+            read = written + sum(span_bytes(a) for a in args[1:] if isinstance(a, torch.Tensor))
+        if not outs and info.name.startswith("aten._foreach") and args and isinstance(args[0], (list, tuple)):
+            written = sum(x.numel() * x.element_size() for x in args[0] if isinstance(x, torch.Tensor))
+        entry = info.entry
+        flops = entry.fn(Call(func, args, kwargs, out)) if entry is not None else 0.0
+        category = entry.category if entry is not None else "memory"
+        ref = next((t for t in outs if t.is_floating_point()), None)
+        if ref is None:
+            ref = first_in if first_in is not None else (outs[0] if outs else None)
+        dtype = dtype_name(ref.dtype) if ref is not None else "none"
+        if category == "matrix" and dtype == "fp32" and self.tf32:
+            dtype = "tf32"
+        key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None)
+        index = self.keys.get(key)
+        if index is None:
+            index = self.keys[key] = len(self.keys)
+        self.calls.append((index, flops, read, written))
+        return out
+
+    def _module(self) -> str:
+        if self.phase == "forward":
+            return self._stack[-1]
+        if self.phase == "backward":
+            node = torch._C._current_autograd_node()
+            return self._nodes.get(node, "") if node is not None else ""
+        return "optimizer"

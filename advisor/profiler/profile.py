@@ -1,0 +1,223 @@
+"""`profile_model`: a model file -> Profile. Two counted steps at two batch sizes give every per-op quantity
+as fixed + per_sample * batch; on cpu/cuda, timed steps follow.
+
+Linearity: the two runs must run the same ops in the same order (same op, dtype, phase, module, count),
+and no fitted quantity may have a clearly negative fixed part (that is the sign of a cost growing faster
+than the batch, e.g. a batch x batch similarity matrix). When the check fails the profile says why, and
+each op is stored proportional to the batch (forward, backward) or constant (optimizer) at the default size.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from advisor import __version__
+from advisor.profiler.device import catalog_id, check_precision, cpu_name, nvml_info, resolve_device
+from advisor.profiler.model_file import call_user, load_model_file
+from advisor.profiler.schema import SCHEMA_VERSION, Linear, Memory, OpRecord, Profile, Timing, now_iso
+from advisor.profiler.step import StepResult, forward_loss, run_step
+
+FIELDS = ("flops", "bytes_read", "bytes_written")
+NEG_TOLERANCE = 0.01  # a fixed part below -1 % of the value at the first batch size means "not linear"
+
+
+def _signature(r: StepResult) -> list[tuple]:
+    """Per call, what must agree between the two runs: op, dtype, phase, module, category."""
+    return [(k[0], k[2], k[3], k[4], k[5]) for k in (r.keys[c[0]] for c in r.calls)]
+
+
+def _shapes(shapes: tuple) -> str:
+    def one(s):
+        if s and s[0] == "list":
+            return f"{s[1]} tensors ({s[2]} elements)"
+        return "[" + ", ".join(map(str, s)) + "]"
+
+    return ", ".join(one(s) for s in shapes)
+
+
+def _record(key: tuple, count: int, lin: dict[str, Linear]) -> OpRecord:
+    name, shapes, dtype, phase, module, category, uncounted = key
+    return OpRecord(op=name, phase=phase, category=category, dtype=dtype, module=module, count=count,
+                    shapes=_shapes(shapes), uncounted=uncounted, **lin)
+
+
+def fit(a: StepResult, b: StepResult) -> tuple[list[OpRecord], bool, str | None]:
+    """Per-op Linear quantities from runs at two batch sizes (a is the default one).
+
+    Calls are paired one to one in execution order and grouped by their pair of keys, so two calls whose
+    shapes coincide at one batch size only (a batch of 4 and a layer of width 4) are still told apart.
+    """
+    if _signature(a) != _signature(b):
+        reason = (f"the ops run at batch {a.batch_size} and at batch {b.batch_size} differ "
+                  "(the model branches on the batch size)")
+        return _proportional(a), False, reason
+    groups: dict[tuple[int, int], list] = {}
+    for ca, cb in zip(a.calls, b.calls, strict=True):
+        g = groups.get((ca[0], cb[0]))
+        if g is None:
+            g = groups[(ca[0], cb[0])] = [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        g[0] += 1
+        g[1] += ca[1]; g[2] += ca[2]; g[3] += ca[3]  # noqa: E702
+        g[4] += cb[1]; g[5] += cb[2]; g[6] += cb[3]  # noqa: E702
+    records, reason = [], None
+    for (ia, _), g in groups.items():
+        key, lin = a.keys[ia], {}
+        for i, f in enumerate(FIELDS):
+            va, vb = g[1 + i], g[4 + i]
+            line = Linear.fit(a.batch_size, va, b.batch_size, vb)
+            if line.fixed < -NEG_TOLERANCE * max(va, 1.0) and reason is None:
+                reason = f"{key[0]} ({key[3]}, {key[4] or 'top level'}) {f} grows faster than the batch size"
+            lin[f] = line
+        records.append(_record(key, g[0], lin))
+    return records, reason is None, reason
+
+
+def _proportional(a: StepResult) -> list[OpRecord]:
+    sums: dict[int, list] = {}
+    for c in a.calls:
+        s = sums.setdefault(c[0], [0, 0.0, 0.0, 0.0])
+        s[0] += 1; s[1] += c[1]; s[2] += c[2]; s[3] += c[3]  # noqa: E702
+    out = []
+    for i, s in sums.items():
+        key = a.keys[i]
+        make = Linear.constant if key[3] == "optimizer" else (lambda v: Linear.proportional(a.batch_size, v))
+        out.append(_record(key, s[0], {f: make(s[1 + j]) for j, f in enumerate(FIELDS)}))
+    return out
+
+
+def _mem_fit(a: StepResult, b: StepResult, linear: bool, value: Callable[[StepResult], float]) -> Linear:
+    """A memory quantity as a line, never negative at a larger batch: a falling line becomes its larger
+    value as a constant, a line with a negative intercept the steeper proportional one."""
+    va, vb = value(a), value(b)
+    if not linear:
+        return Linear.proportional(a.batch_size, va)
+    line = Linear.fit(a.batch_size, va, b.batch_size, vb)
+    if line.per_sample < 0:
+        return Linear.constant(max(va, vb))
+    if line.fixed < 0:
+        return Linear(fixed=0.0, per_sample=max(va / a.batch_size, vb / b.batch_size))
+    return line
+
+
+def batch_points(batch_size: int) -> tuple[int, int]:
+    return batch_size, 2 * batch_size
+
+
+def time_steps(mf, device: str, batch_size: int, precision: str, optimizer: str | None, warmup: int,
+               repeats: int) -> Timing:
+    """Real training steps, without the counter: `warmup` untimed, then the median of `repeats`."""
+    import contextlib
+
+    import torch
+
+    from advisor.profiler.device import low_dtype, matmul_precision
+    from advisor.profiler.step import build
+
+    def sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    low = low_dtype(precision)
+    model, batch, opt, _ = build(mf, device, batch_size, precision, optimizer)
+    phases: list[tuple[float, float, float]] = []
+    with matmul_precision(precision, device):
+        for i in range(warmup + repeats):
+            opt.zero_grad(set_to_none=True)
+            sync()
+            t0 = time.perf_counter()
+            ctx = torch.autocast(device_type=device, dtype=low) if low is not None else contextlib.nullcontext()
+            with ctx:
+                loss = forward_loss(mf, model, batch)
+            sync()
+            t1 = time.perf_counter()
+            loss.backward()
+            sync()
+            t2 = time.perf_counter()
+            opt.step()
+            sync()
+            t3 = time.perf_counter()
+            if i >= warmup:
+                phases.append((t1 - t0, t2 - t1, t3 - t2))
+    name = torch.cuda.get_device_name() if device == "cuda" else cpu_name()
+    return Timing(
+        device_name=name, catalog_device=catalog_id(name), batch_size=batch_size, warmup=warmup,
+        repeats=repeats, step_time_s=statistics.median(sum(p) for p in phases),
+        forward_s=statistics.median(p[0] for p in phases), backward_s=statistics.median(p[1] for p in phases),
+        optimizer_s=statistics.median(p[2] for p in phases),
+    )
+
+
+def profile_model(
+    path: str | Path, batch_size: int = 8, device: str = "meta", precision: str = "fp32",
+    optimizer: str | None = None, name: str | None = None, warmup: int = 2, repeats: int = 5,
+    tick: Callable[[str], None] = lambda s: None,
+) -> Profile:
+    """Count (and on a real device, time) one training step of the model in `path`."""
+    import torch
+
+    from advisor.errors import UserError
+
+    if batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {batch_size}")
+    dev = resolve_device(device)
+    check_precision(precision, dev)
+    mf = load_model_file(path)
+    b1, b2 = batch_points(batch_size)
+    if dev == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    tick(f"batch {b1}")
+    first = run_step(mf, dev, b1, precision, optimizer, tick)
+    measured = float(torch.cuda.max_memory_allocated()) if dev == "cuda" else None
+    first.model = first.batch = first.opt = None
+    tick(f"batch {b2}")
+    try:
+        second = run_step(mf, dev, b2, precision, optimizer, tick)
+    except UserError as exc:
+        if "out of memory" not in exc.message:
+            raise
+        second = None  # the default batch fits but twice it does not: no fit, proportional records
+    if dev == "cuda":
+        torch.cuda.empty_cache()
+    if second is None:
+        ops, linear, reason = _proportional(first), False, f"batch {b2} did not fit on {dev}: not fitted"
+        second = first
+    else:
+        second.model = second.batch = second.opt = None
+        ops, linear, reason = fit(first, second)
+    notes = list(first.notes)
+    if dev == "meta":
+        notes.append("profiled on meta: attention as the fused GPU kernels; mixed precision per CUDA autocast lists")
+    fixed = {"parameter_bytes": first.parameter_bytes, "gradient_bytes": first.gradient_bytes,
+             "optimizer_state_bytes": first.optimizer_state_bytes}
+    resident = sum(fixed.values())
+
+    def temporary(r: StepResult) -> float:
+        return max(0.0, r.peak_bytes - resident - r.activation_bytes)
+
+    memory = Memory(
+        **{k: float(v) for k, v in fixed.items()},
+        activation_bytes=_mem_fit(first, second, linear, lambda r: r.activation_bytes),
+        checkpoint_bytes=_mem_fit(first, second, linear, lambda r: r.checkpoint_bytes),
+        temporary_peak_bytes=_mem_fit(first, second, linear, temporary),
+        peak_bytes=_mem_fit(first, second, linear, lambda r: r.peak_bytes),
+        measured_peak_bytes=measured, nvml=nvml_info() if dev == "cuda" else None,
+    )
+    timing = None
+    if dev in ("cpu", "cuda") and repeats > 0:
+        tick("timing")
+        timing = call_user(lambda: time_steps(mf, dev, batch_size, precision, optimizer, warmup, repeats),
+                           mf.path, "timing training steps", batch_size, dev)
+    uncounted = sorted({o.op for o in ops if o.uncounted})
+    return Profile(
+        schema_version=SCHEMA_VERSION, name=name or mf.path.stem, model_file=mf.path.name,
+        model_sha256=mf.sha256, created=now_iso(), advisor_version=__version__,
+        torch_version=torch.__version__.split("+")[0], device=dev, precision=precision,
+        optimizer=first.optimizer, profiled_batch_sizes=[b1, b2], batch_size=batch_size,
+        input_shapes=first.input_shapes, tokens_per_sample=first.tokens_per_sample, linear_in_batch=linear,
+        linear_reason=reason, parameters=first.parameters, trainable_parameters=first.trainable, memory=memory,
+        ops=ops, uncounted_ops=uncounted, view_ops=first.view_ops, timing=timing, notes=notes,
+    )

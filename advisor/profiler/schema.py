@@ -1,0 +1,177 @@
+"""The profile: what one training step of a model costs, independent of hardware. Saved as versioned YAML.
+
+Every quantity that depends on the batch is a `Linear` (fixed + per_sample × batch), fitted from two
+profiled batch sizes, so the estimator can ask for any batch size. `linear_in_batch` says whether the fit
+is trustworthy (see advisor/profiler/linear.py for the test).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from advisor.errors import UserError
+
+SCHEMA_VERSION = 1
+
+Phase = Literal["forward", "backward", "optimizer"]
+Category = Literal["matrix", "vector", "memory"]
+PHASES: tuple[str, ...] = ("forward", "backward", "optimizer")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Linear(Strict):
+    """A quantity that is `fixed + per_sample * batch`."""
+
+    fixed: float = 0.0
+    per_sample: float = 0.0
+
+    def at(self, batch: float) -> float:
+        return self.fixed + self.per_sample * batch
+
+    @classmethod
+    def fit(cls, b1: int, v1: float, b2: int, v2: float) -> Linear:
+        """The line through (b1, v1) and (b2, v2)."""
+        per = (v2 - v1) / (b2 - b1)
+        return cls(fixed=v1 - per * b1, per_sample=per)
+
+    @classmethod
+    def proportional(cls, batch: int, value: float) -> Linear:
+        return cls(fixed=0.0, per_sample=value / batch)
+
+    @classmethod
+    def constant(cls, value: float) -> Linear:
+        return cls(fixed=value, per_sample=0.0)
+
+
+class OpRecord(Strict):
+    """Identical calls of one aten op (same op, shapes, dtype, phase, module pattern), aggregated.
+
+    flops / bytes_read / bytes_written are totals over `count` calls, not per call.
+    """
+
+    op: str = Field(description="aten op, e.g. 'aten.mm'")
+    phase: Phase
+    category: Category
+    dtype: str
+    module: str = Field(description="module path it ran under; repeated layers' indices are written '*'")
+    count: int = Field(ge=1, description="calls per training step")
+    flops: Linear
+    bytes_read: Linear
+    bytes_written: Linear
+    shapes: str = Field("", description="input shapes at the default batch size, for display")
+    uncounted: bool = Field(False, description="no FLOP formula is known for this op: flops are 0")
+
+
+class NvmlInfo(Strict):
+    name: str
+    memory_total_bytes: float | None = None
+    memory_used_bytes: float | None = None
+    sm_count: int | None = None
+    sm_clock_max_mhz: float | None = None
+    memory_clock_max_mhz: float | None = None
+    driver_version: str | None = None
+
+
+class Memory(Strict):
+    parameter_bytes: float
+    gradient_bytes: float
+    optimizer_state_bytes: float
+    activation_bytes: Linear = Field(description="tensors saved for backward, deduplicated by storage")
+    checkpoint_bytes: Linear = Field(
+        description="kept under activation checkpointing of the repeated blocks: their inputs, what is saved "
+        "outside them, and one block's saved tensors (alive while that block is recomputed)"
+    )
+    temporary_peak_bytes: Linear = Field(
+        description="peak minus parameters, gradients, optimizer state and activations (at least 0)"
+    )
+    peak_bytes: Linear = Field(description="peak of all live tensors during one step, parameters included")
+    measured_peak_bytes: float | None = Field(None, description="torch.cuda.max_memory_allocated (CUDA only)")
+    nvml: NvmlInfo | None = None
+
+
+class Timing(Strict):
+    device_name: str
+    catalog_device: str | None = None
+    batch_size: int
+    warmup: int
+    repeats: int
+    step_time_s: float = Field(description="median of the timed steps")
+    forward_s: float | None = None
+    backward_s: float | None = None
+    optimizer_s: float | None = None
+
+
+class Profile(Strict):
+    schema_version: int = SCHEMA_VERSION
+    name: str
+    model_file: str
+    model_sha256: str
+    created: str
+    advisor_version: str
+    torch_version: str
+    device: str = Field(description="where it was profiled: meta, cpu or cuda")
+    precision: str
+    optimizer: str
+    profiled_batch_sizes: list[int]
+    batch_size: int
+    input_shapes: list[str] = Field(description="shape and dtype of each input at the default batch size")
+    tokens_per_sample: int | None = None
+    linear_in_batch: bool
+    linear_reason: str | None = None
+    parameters: int
+    trainable_parameters: int
+    memory: Memory
+    ops: list[OpRecord]
+    uncounted_ops: list[str] = Field([], description="ops with no FLOP formula (recorded with flops 0)")
+    view_ops: int = Field(0, description="view/alias calls per step: no kernel, no bytes, not listed in ops")
+    timing: Timing | None = None
+    notes: list[str] = []
+
+    def _ops(self, phase: str | None) -> list[OpRecord]:
+        return [o for o in self.ops if phase is None or o.phase == phase]
+
+    def flops(self, batch: float, phase: str | None = None) -> float:
+        return sum(o.flops.at(batch) for o in self._ops(phase))
+
+    def bytes(self, batch: float, phase: str | None = None) -> float:
+        return sum(o.bytes_read.at(batch) + o.bytes_written.at(batch) for o in self._ops(phase))
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read a profile YAML (safe loading), checking its schema version and fields."""
+    from advisor.catalog.load import read_yaml
+
+    path = Path(path)
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: not a profile (expected a mapping at the top level)", "regenerate it")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise UserError(
+            f"{path}: profile schema_version {version!r}, this advisor reads version {SCHEMA_VERSION}",
+            f"regenerate it with 'advisor profile {data.get('model_file', 'MODEL.py')}'",
+        )
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
+        raise UserError(f"{path}: invalid profile: {where}: {err['msg']}{more}", "regenerate it") from None
+
+
+def save_profile(profile: Profile, path: str | Path) -> Path:
+    from advisor.render.output import dump_yaml, write_atomic
+
+    return write_atomic(Path(path), dump_yaml(profile), "profile")

@@ -1,0 +1,210 @@
+"""One counted training step (forward, backward, optimizer) of a model file at one batch size."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from advisor.errors import UserError
+from advisor.profiler.counter import Counter, dtype_name, storage_key
+from advisor.profiler.device import low_dtype, matmul_precision
+from advisor.profiler.meta_modes import MetaMode
+from advisor.profiler.model_file import ModelFile, call_user
+
+DEFAULT_LOSS = "the mean of the model's output (its .loss, or ['loss'] when it has one), as fp32"
+
+
+@dataclass
+class StepResult:
+    batch_size: int
+    keys: list[tuple]
+    calls: list[tuple[int, float, int, int]]
+    view_ops: int
+    parameters: int
+    trainable: int
+    parameter_bytes: int
+    gradient_bytes: int
+    optimizer_state_bytes: int
+    activation_bytes: int
+    checkpoint_bytes: int
+    peak_bytes: int
+    input_shapes: list[str]
+    tokens_per_sample: int | None
+    optimizer: str
+    notes: list[str] = field(default_factory=list)
+    model: Any = None
+    batch: Any = None
+    opt: Any = None
+
+
+def find_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The repeated blocks activation checkpointing would wrap: the children of the ModuleList or Sequential
+    with the most children of one class (at least 2); ties go to the first found."""
+    best: list[torch.nn.Module] = []
+    for m in model.modules():
+        if isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)):
+            kids = list(m.children())
+            by_class: dict[type, list] = {}
+            for k in kids:
+                by_class.setdefault(type(k), []).append(k)
+            same = max(by_class.values(), key=len, default=[])
+            if len(same) >= 2 and len(same) > len(best):
+                best = same
+    return best
+
+
+def make_optimizer(name: str, params, device: str) -> torch.optim.Optimizer:
+    # The multi-tensor (_foreach) path that PyTorch picks by default on CUDA, on meta too (the profile stands
+    # for a GPU run, and it is a few ops instead of ten per parameter); the per-tensor path on the CPU.
+    foreach = device != "cpu"
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, foreach=foreach)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-4, foreach=foreach)
+    return torch.optim.SGD(params, lr=1e-2, momentum=0.9, foreach=foreach)
+
+
+def flat_tensors(batch: Any) -> list[tuple[str, torch.Tensor]]:
+    if isinstance(batch, torch.Tensor):
+        return [("input", batch)]
+    if isinstance(batch, dict):
+        return [(str(k), v) for k, v in batch.items() if isinstance(v, torch.Tensor)]
+    return [(f"arg{i}", v) for i, v in enumerate(batch) if isinstance(v, torch.Tensor)]
+
+
+def _to_device(batch: Any, device: str, pure_bf16: bool) -> Any:
+    def move(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        if pure_bf16 and t.is_floating_point():
+            t = t.to(torch.bfloat16)
+        return t if t.device.type == device else t.to(device)
+
+    if isinstance(batch, dict):
+        return {k: move(v) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return tuple(move(v) for v in batch)
+    return move(batch)
+
+
+def _loss_of(out: Any) -> torch.Tensor:
+    if hasattr(out, "loss") and isinstance(out.loss, torch.Tensor):
+        out = out.loss
+    elif isinstance(out, dict) and isinstance(out.get("loss"), torch.Tensor):
+        out = out["loss"]
+    elif isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
+        out = out[0]
+    if not isinstance(out, torch.Tensor):
+        raise UserError(f"the model returned {type(out).__name__}, not a tensor",
+                        "define training_step(model, batch) -> loss in the model file")
+    return out.float().mean() if out.dim() else out.float()
+
+
+def forward_loss(mf: ModelFile, model, batch) -> torch.Tensor:
+    if mf.training_step is not None:
+        loss = mf.training_step(model, batch)
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            raise UserError(f"training_step in {mf.path.name} returned {type(loss).__name__}, not a scalar loss",
+                            "return the loss tensor")
+        return loss
+    if isinstance(batch, dict):
+        return _loss_of(model(**batch))
+    if isinstance(batch, tuple):
+        return _loss_of(model(*batch))
+    return _loss_of(model(batch))
+
+
+def build(mf: ModelFile, device: str, batch_size: int, precision: str, optimizer: str | None):
+    path = mf.path
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = call_user(mf.build_model, path, "build_model()", device=device)
+    if not isinstance(model, torch.nn.Module):
+        raise UserError(f"build_model() in {path.name} returned {type(model).__name__}, not a torch.nn.Module",
+                        "return the model, e.g. return MyModel()")
+    model = model.to(device)
+    if precision == "bf16":
+        model = model.to(torch.bfloat16)
+    model.train()
+    with torch.device(device):
+        batch = call_user(lambda: mf.example_batch(batch_size), path, f"example_batch({batch_size})",
+                          batch_size, device)
+    if not isinstance(batch, (torch.Tensor, tuple, list, dict)):
+        raise UserError(f"example_batch() in {path.name} returned {type(batch).__name__}",
+                        "return a Tensor, a tuple (positional arguments) or a dict (keyword arguments)")
+    batch = _to_device(batch, device, precision == "bf16")
+    params = [p for p in model.parameters() if p.requires_grad]
+    if mf.make_optimizer is not None and optimizer is None:
+        opt = call_user(lambda: mf.make_optimizer(params), path, "make_optimizer()")
+        name = type(opt).__name__.lower()
+    else:
+        name = optimizer or "adamw"
+        opt = make_optimizer(name, params, device)
+    return model, batch, opt, name
+
+
+def _unique_bytes(tensors) -> int:
+    seen, total = set(), 0
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            k = storage_key(t)
+            if k not in seen:
+                seen.add(k)
+                total += t.untyped_storage().nbytes()
+    return total
+
+
+def run_step(mf: ModelFile, device: str, batch_size: int, precision: str, optimizer: str | None,
+             tick: Callable[[str], None] = lambda s: None) -> StepResult:
+    model, batch, opt, opt_name = build(mf, device, batch_size, precision, optimizer)
+    inputs = flat_tensors(batch)
+    pre = list(model.parameters()) + list(model.buffers()) + [t for _, t in inputs]
+    blocks = find_blocks(model)
+    counter = Counter(model, blocks, precision == "tf32", pre)
+    low = low_dtype(precision)
+    if device == "meta":
+        forward_ctx = MetaMode(low)
+    elif low is not None:
+        forward_ctx = torch.autocast(device_type=device, dtype=low)
+    else:
+        forward_ctx = contextlib.nullcontext()
+    what = f"the forward pass on the batch from example_batch({batch_size})"
+    with matmul_precision(precision, device), counter:
+        tick("forward")
+        with forward_ctx:
+            loss = call_user(lambda: forward_loss(mf, model, batch), mf.path, what, batch_size, device)
+        counter.flush()
+        if not loss.requires_grad:
+            raise UserError("the loss does not require grad: no parameter takes part in it",
+                            "check that build_model() returns the trained model and the loss uses its output")
+        tick("backward")
+        counter.phase = "backward"
+        call_user(loss.backward, mf.path, "the backward pass", batch_size, device)
+        tick("optimizer")
+        counter.phase = "optimizer"
+        call_user(opt.step, mf.path, "the optimizer step", batch_size, device)
+        del loss
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    state = [t for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
+    mem = counter.mem
+    block_max = max(mem.block_saved.values(), default=0)
+    checkpoint = mem.block_inputs + mem.saved_outside_blocks + block_max if blocks else mem.saved
+    ints = [t for _, t in inputs if not t.is_floating_point() and t.dtype != torch.bool and t.dim() >= 2]
+    notes = []
+    if not blocks:
+        notes.append("no repeated blocks found: checkpoint_bytes equals activation_bytes")
+    return StepResult(
+        batch_size=batch_size, keys=list(counter.keys), calls=counter.calls, view_ops=counter.view_ops,
+        parameters=sum(p.numel() for p in model.parameters()), trainable=sum(p.numel() for p in trainable),
+        parameter_bytes=_unique_bytes(model.parameters()),
+        gradient_bytes=_unique_bytes(p.grad for p in trainable if p.grad is not None),
+        optimizer_state_bytes=_unique_bytes(state), activation_bytes=mem.saved, checkpoint_bytes=checkpoint,
+        peak_bytes=mem.peak,
+        input_shapes=[f"{n}: [{', '.join(map(str, t.shape))}] {dtype_name(t.dtype)}" for n, t in inputs],
+        tokens_per_sample=(ints[0].numel() // ints[0].shape[0]) if ints else None,
+        optimizer=opt_name, notes=notes, model=model, batch=batch, opt=opt,
+    )

@@ -1,0 +1,21 @@
+"""Llama 2 70B (Touvron et al. 2023): 80 layers, 8192 wide, 64 heads with 8 KV heads, SwiGLU 28672, vocab 32000, 4k context. Used by benchmarks/profile_speed.py."""
+
+import importlib.util
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("_llama", Path(__file__).with_name("_llama.py"))
+_llama = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_llama)
+
+VOCAB, SEQ = 32000, 4096
+
+
+def build_model():
+    return _llama.Llama(VOCAB, 8192, 80, 64, 8, 28672, SEQ)
+
+
+def example_batch(batch_size):
+    return _llama.lm_batch(batch_size, SEQ, VOCAB)
+
+
+training_step = _llama.lm_step

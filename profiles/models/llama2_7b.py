@@ -1,0 +1,21 @@
+"""Llama 2 7B (Touvron et al. 2023): 32 layers, 4096 wide, 32 heads, SwiGLU 11008, vocab 32000, 4k context."""
+
+import importlib.util
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("_llama", Path(__file__).with_name("_llama.py"))
+_llama = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_llama)
+
+VOCAB, SEQ = 32000, 4096
+
+
+def build_model():
+    return _llama.Llama(VOCAB, 4096, 32, 32, 32, 11008, SEQ)
+
+
+def example_batch(batch_size):
+    return _llama.lm_batch(batch_size, SEQ, VOCAB)
+
+
+training_step = _llama.lm_step

@@ -1,0 +1,21 @@
+"""Llama 3 8B (Meta 2024): 32 layers, 4096 wide, 32 heads with 8 KV heads, SwiGLU 14336, vocab 128256, 8k context."""
+
+import importlib.util
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("_llama", Path(__file__).with_name("_llama.py"))
+_llama = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_llama)
+
+VOCAB, SEQ = 128256, 8192
+
+
+def build_model():
+    return _llama.Llama(VOCAB, 4096, 32, 32, 8, 14336, SEQ, theta=500000.0)
+
+
+def example_batch(batch_size):
+    return _llama.lm_batch(batch_size, SEQ, VOCAB)
+
+
+training_step = _llama.lm_step

@@ -39,7 +39,16 @@ def _root(
 app.add_typer(catalog_cmd.app, name="catalog")
 
 # Commands that need torch register here too; their modules import torch inside the command only.
-for _module in ("advisor.cli.profile",):
+COMMANDS = (
+    "advisor.cli.profile",
+    "advisor.cli.estimate",
+    "advisor.cli.calibrate",
+    "advisor.cli.validate",
+    "advisor.cli.recommend",
+    "advisor.cli.compare",
+    "advisor.cli.show",
+)
+for _module in COMMANDS:
     try:
         __import__(_module)
         sys.modules[_module].register(app)

@@ -74,6 +74,9 @@ def write_atomic(path: Path, text: str | bytes, what: str = "output") -> Path:
     mode = "wb" if isinstance(text, bytes) else "w"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a written file gets the usual permissions
         with os.fdopen(fd, mode) as handle:
             handle.write(text)
         os.replace(tmp, path)

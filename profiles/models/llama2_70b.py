@@ -1,4 +1,5 @@
-"""Llama 2 70B (Touvron et al. 2023): 80 layers, 8192 wide, 64 heads with 8 KV heads, SwiGLU 28672, vocab 32000, 4k context. Used by benchmarks/profile_speed.py."""
+"""Llama 2 70B (Touvron et al. 2023): 80 layers, 8192 wide, 64 heads with 8 KV heads, SwiGLU 28672,
+vocab 32000, 4k context. Used by benchmarks/profile_speed.py."""
 
 import importlib.util
 from pathlib import Path

@@ -146,6 +146,10 @@ class Efficiency(Strict):
     device_link: float = Field(gt=0, le=1, description="achievable fraction of link bandwidth")
     network: float = Field(gt=0, le=1, description="achievable fraction of inter-node bandwidth")
     collective_latency_s: Duration = Field(description="fixed latency of one collective")
+    memory_reserve_bytes: float = Field(
+        0.0, ge=0, description="memory the framework holds besides tensors (CUDA context, workspaces)"
+    )
+    memory_reserve_fraction: float = Field(0.0, ge=0, lt=1, description="share of capacity lost to fragmentation")
 
     @staticmethod
     def at(curve: list[Step], size: float) -> float:

@@ -166,7 +166,12 @@ def steps_for(profile, workload: Workload | None, global_batch: int) -> float | 
     return math.ceil(workload.tokens / (global_batch * profile.tokens_per_sample))
 
 
-def estimate(profile, catalog: Catalog, config: Config, workload: Workload | None = None) -> Estimate:
+def estimate(
+    profile, catalog: Catalog, config: Config, workload: Workload | None = None, cache: dict | None = None
+) -> Estimate:
+    """One configuration. `cache` (any dict, reused across calls for the same profile) memoizes the per-op
+    roofline by (device, efficiency, precision, micro-batch), which is most of the work when many
+    configurations share a device (the recommender)."""
     device = catalog.devices[config.device]
     eff = catalog.efficiency[device.efficiency]
     instance = catalog.instances.get(config.instance) if config.instance else None
@@ -188,7 +193,12 @@ def estimate(profile, catalog: Catalog, config: Config, workload: Workload | Non
             f"global batch {global_batch} runs as {micro * accum * world} (micro-batch {micro} × {accum} × {world})"
         )
         global_batch = micro * accum * world
-    phases = phase_times(profile, device, eff, config.precision, micro)
+    key = (device.id, eff.id, config.precision, micro)
+    phases = cache.get(key) if cache is not None else None
+    if phases is None:
+        phases = phase_times(profile, device, eff, config.precision, micro)
+        if cache is not None:
+            cache[key] = phases
     fwd, bwd, opt = phases["forward"], phases["backward"], phases["optimizer"]
     compute_pass = fwd.seconds + bwd.seconds + (fwd.seconds if config.checkpointing else 0.0)
     opt_s = opt.seconds / (world if config.strategy == "fsdp" else 1)

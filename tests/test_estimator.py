@@ -87,8 +87,11 @@ def test_largest_micro_batch_in_closed_form():
     args = (toy_profile(), single(), toy_device(), toy_efficiency(), None)
     assert max_micro_batch(*args, limit=1000) == 36
     assert max_micro_batch(*args, limit=10) == 10
-    big = toy_profile(memory=toy_profile().memory.model_copy(update={"parameter_bytes": 4e9}), parameters=6e9,
-                      trainable_parameters=6e9)  # 96 GB of state: nothing fits
+    big = toy_profile(
+        memory=toy_profile().memory.model_copy(update={"parameter_bytes": 4e9}),
+        parameters=6e9,
+        trainable_parameters=6e9,
+    )  # 96 GB of state: nothing fits
     assert max_micro_batch(big, single(), toy_device(), toy_efficiency(), None, limit=8) == 1
 
 

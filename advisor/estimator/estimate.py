@@ -282,7 +282,7 @@ def estimate(
     single = accum * compute_pass + opt_s  # the same per-device work without communication
     memory = memory_for(profile, config, device, eff, instance, micro, blocks)
     if not memory.fits:
-        assumptions.append("does NOT fit in memory even at the micro-batch shown")
+        assumptions.append("does NOT fit in memory: try --checkpointing, --strategy fsdp or more devices")
     shown = dict(phases)
     if config.checkpointing:
         shown = {"forward": fwd, "backward": bwd, "recompute": fwd, "optimizer": opt}

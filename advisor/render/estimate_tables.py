@@ -82,6 +82,8 @@ def print_estimate(est: Estimate, profile_name: str) -> None:
                 "billing granularity applied)"
             )
         console.print(line)
+    else:
+        console.print("no workload given (--samples with --epochs, --steps or --tokens): one step only")
     console.print("assumptions:")
     for item in est.assumptions:
         console.print(f"  - {item}", overflow="fold")

@@ -150,6 +150,11 @@ def test_gradient_accumulation_when_the_global_batch_does_not_fit():
     assert odd.global_batch == 16 and any("runs as 16" in a for a in odd.assumptions)
 
 
+def test_a_micro_batch_alone_sets_the_per_device_batch():
+    est = estimate(toy_profile(), toy_catalog(), node(micro_batch=4))  # profile batch is 1
+    assert (est.micro_batch, est.accumulation, est.global_batch) == (4, 1, 32)  # 4 × 1 × 8 devices
+
+
 def test_checkpointing_adds_one_forward_pass():
     est = estimate(toy_profile(), toy_catalog(), single(checkpointing=True, micro_batch=1))
     assert est.step_time_s == pytest.approx(2 * FWD + BWD + OPT, rel=REL)

@@ -197,8 +197,8 @@ def scaled_device(device: Device, factor: float) -> Device:
 
 
 def _batches(profile, config: Config, fit) -> tuple[int, int, int, list[str]]:
-    """(micro-batch, accumulation, global batch, notes). Without --global-batch each device takes the
-    profile's batch size. The micro-batch is the largest that fits, then evened out so that the
+    """(micro-batch, accumulation, global batch, notes). Without --global-batch each device takes
+    --micro-batch, else the profile's batch size. The micro-batch is the largest that fits, then evened out so that the
     accumulation steps pad the global batch as little as possible."""
     world, notes = config.world, []
     if config.global_batch is not None and config.global_batch < world:
@@ -206,7 +206,10 @@ def _batches(profile, config: Config, fit) -> tuple[int, int, int, list[str]]:
             f"--global-batch {config.global_batch} is smaller than the {world} devices (each needs a sample)",
             f"use --global-batch {world} or more, or fewer devices",
         )
-    per_device = math.ceil(config.global_batch / world) if config.global_batch else profile.batch_size
+    if config.global_batch:
+        per_device = math.ceil(config.global_batch / world)
+    else:  # the micro-batch asked for, else the batch the model was profiled at, on every device
+        per_device = config.micro_batch or profile.batch_size
     if config.micro_batch is not None:
         if config.micro_batch > per_device:
             raise UserError(

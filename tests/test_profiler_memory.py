@@ -127,3 +127,12 @@ def test_module_paths_aggregate_repeated_layers():
     fc = [o for o in p.ops if o.module == "blocks.*.fc" and o.op == "aten.addmm"]
     assert len(fc) == 1 and fc[0].count == 2  # both blocks' fc in one record
     assert {o.module for o in p.ops if o.phase == "backward"} >= {"blocks.*.fc", "head"}
+
+
+def test_peak_is_that_of_a_steady_state_step():
+    # AdamW creates its state lazily in the first step, after the forward and backward; from the second step on
+    # it is resident throughout. At the end of the forward pass the parameters, the optimizer state and every
+    # activation saved for backward are alive together, so a steady-state peak is at least their sum.
+    p = profile_model(MODELS / "tiny_gpt.py", batch_size=8, device="meta", precision="bf16-mixed")
+    m = p.memory
+    assert m.peak_bytes.at(8) >= m.parameter_bytes + m.optimizer_state_bytes + m.activation_bytes.at(8)

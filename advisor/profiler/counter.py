@@ -69,6 +69,7 @@ class Memory:
     baseline: int = 0  # parameters, buffers and inputs, alive before the step
     live: int = 0
     peak: int = 0
+    peak_before_optimizer: int = 0  # the peak of the forward and backward phases
     saved: int = 0  # saved for backward, deduplicated
     saved_outside_blocks: int = 0
     block_inputs: int = 0
@@ -104,7 +105,7 @@ class Counter(TorchDispatchMode):
             if k not in self._pre:
                 self._pre.add(k)
                 self.mem.baseline += t.untyped_storage().nbytes()
-        self.mem.peak = self.mem.baseline
+        self.mem.peak = self.mem.peak_before_optimizer = self.mem.baseline
         self._handles: list = []
 
     # ---- context ----
@@ -176,6 +177,8 @@ class Counter(TorchDispatchMode):
             total = self.mem.baseline + self.mem.live
             if total > self.mem.peak:
                 self.mem.peak = total
+            if self.phase != "optimizer" and total > self.mem.peak_before_optimizer:
+                self.mem.peak_before_optimizer = total
         else:
             ref[0] += 1
         weakref.finalize(t, self._release, key)

@@ -203,7 +203,9 @@ def run_step(mf: ModelFile, device: str, batch_size: int, precision: str, optimi
         parameter_bytes=_unique_bytes(model.parameters()),
         gradient_bytes=_unique_bytes(p.grad for p in trainable if p.grad is not None),
         optimizer_state_bytes=_unique_bytes(state), activation_bytes=mem.saved, checkpoint_bytes=checkpoint,
-        peak_bytes=mem.peak,
+        # a steady-state step: the optimizer state, created lazily by this first step, is already resident
+        # during the next steps' forward and backward
+        peak_bytes=max(mem.peak, mem.peak_before_optimizer + _unique_bytes(state)),
         input_shapes=[f"{n}: [{', '.join(map(str, t.shape))}] {dtype_name(t.dtype)}" for n, t in inputs],
         tokens_per_sample=(ints[0].numel() // ints[0].shape[0]) if ints else None,
         optimizer=opt_name, notes=notes, model=model, batch=batch, opt=opt,

@@ -1,5 +1,10 @@
 """Llama 2 70B (Touvron et al. 2023): 80 layers, 8192 wide, 64 heads with 8 KV heads, SwiGLU 28672,
-vocab 32000, 4k context. Used by benchmarks/profile_speed.py."""
+vocab 32000, 4k context. Used by benchmarks/profile_speed.py.
+
+68,976,648,192 parameters (untied output head). Batch 1 sequence per device: the usual micro-batch
+at this length under FSDP or tensor parallelism (larger global batches come from data parallelism
+and gradient accumulation).
+"""
 
 import importlib.util
 from pathlib import Path
@@ -8,6 +13,7 @@ _spec = importlib.util.spec_from_file_location("_llama", Path(__file__).with_nam
 _llama = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_llama)
 
+BATCH_SIZE = 1
 VOCAB, SEQ = 32000, 4096
 
 

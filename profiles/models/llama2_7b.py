@@ -1,4 +1,9 @@
-"""Llama 2 7B (Touvron et al. 2023): 32 layers, 4096 wide, 32 heads, SwiGLU 11008, vocab 32000, 4k context."""
+"""Llama 2 7B (Touvron et al. 2023): 32 layers, 4096 wide, 32 heads, SwiGLU 11008, vocab 32000, 4k context.
+
+6,738,415,616 parameters (untied output head). Batch 1 sequence per device: the usual micro-batch
+at this length under FSDP or tensor parallelism (larger global batches come from data parallelism
+and gradient accumulation).
+"""
 
 import importlib.util
 from pathlib import Path
@@ -7,6 +12,7 @@ _spec = importlib.util.spec_from_file_location("_llama", Path(__file__).with_nam
 _llama = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_llama)
 
+BATCH_SIZE = 1
 VOCAB, SEQ = 32000, 4096
 
 

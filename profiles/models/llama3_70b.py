@@ -1,4 +1,9 @@
-"""Llama 3 70B (Meta 2024): 80 layers, 8192 wide, 64 heads with 8 KV heads, SwiGLU 28672, vocab 128256, 8k context."""
+"""Llama 3 70B (Meta 2024): 80 layers, 8192 wide, 64 heads with 8 KV heads, SwiGLU 28672, vocab 128256, 8k context.
+
+70,553,706,496 parameters (untied output head). Batch 1 sequence per device: the usual micro-batch
+at this length under FSDP or tensor parallelism (larger global batches come from data parallelism
+and gradient accumulation).
+"""
 
 import importlib.util
 from pathlib import Path
@@ -7,6 +12,7 @@ _spec = importlib.util.spec_from_file_location("_llama", Path(__file__).with_nam
 _llama = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_llama)
 
+BATCH_SIZE = 1
 VOCAB, SEQ = 128256, 8192
 
 

@@ -1,0 +1,90 @@
+"""Bytes read and written per op (what FlopCounterMode does not count at all, and a roofline needs), and the
+out-of-memory mapping of advisor/profiler/model_file.py, tested with fake exceptions (no GPU here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from advisor.errors import UserError
+from advisor.profiler.counter import Counter
+from advisor.profiler.model_file import OOM_HINT, call_user, is_oom
+
+aten = torch.ops.aten
+M = "meta"
+
+
+def calls(fn) -> tuple[dict[str, tuple[float, int, int]], int]:
+    """Per aten op: (FLOPs, bytes read, bytes written) summed over calls; and the number of view calls."""
+    c = Counter()
+    with c:
+        fn()
+    keys = list(c.keys)
+    out: dict[str, tuple[float, int, int]] = {}
+    for index, f, r, w in c.calls:
+        name = keys[index][0]
+        a = out.get(name, (0.0, 0, 0))
+        out[name] = (a[0] + f, a[1] + r, a[2] + w)
+    return out, c.view_ops
+
+
+def test_matmul_reads_both_operands_and_writes_the_result():
+    a = torch.empty(64, 128, device=M, dtype=torch.bfloat16)
+    b = torch.empty(128, 32, device=M, dtype=torch.bfloat16)
+    got, _ = calls(lambda: aten.mm(a, b))
+    # read 2 bytes * (64*128 + 128*32) = 2 * 12288 = 24576; written 2 * 64*32 = 4096; FLOPs 2*64*128*32
+    assert got["aten.mm"] == (524288, 24576, 4096)
+
+
+def test_views_cost_no_bytes_and_are_not_listed():
+    x = torch.empty(8, 16, device=M)
+    got, views = calls(lambda: (x.t(), x.view(16, 8), x[2:]))
+    assert got == {} and views == 3
+
+
+def test_gather_reads_only_the_rows_it_picks():
+    table = torch.empty(1000, 16, device=M)
+    idx = torch.empty(4, 8, device=M, dtype=torch.int64)
+    got, _ = calls(lambda: aten.embedding(table, idx))
+    # written 32 rows * 16 * 4 B = 2048; read the same rows 2048 + the indices 32 * 8 B = 256 -> 2304
+    # (not the whole 64,000-byte table)
+    assert got["aten.embedding"][1:] == (2304, 2048)
+
+
+def test_broadcast_operand_is_read_once():
+    x = torch.empty(64, 128, device=M)
+    bias = torch.empty(128, device=M).expand(64, 128)  # stride 0 along rows
+    got, _ = calls(lambda: aten.add(x, bias))
+    # read 64*128*4 = 32768 + the bias once 128*4 = 512 -> 33280; written 32768; one add per element 8192
+    assert got["aten.add"] == (8192, 33280, 32768)
+
+
+def test_in_place_foreach_writes_its_first_list():
+    ts = [torch.empty(10, device=M), torch.empty(20, device=M)]
+    got, _ = calls(lambda: torch._foreach_mul_(ts, 0.5))
+    # 30 fp32 elements read and written in place: 120 bytes each way, one multiply each
+    assert got["aten._foreach_mul_"] == (30, 120, 120)
+
+
+@pytest.mark.parametrize("exc,oom", [
+    (torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), True),
+    (RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.15 GiB total capacity)"), True),
+    (RuntimeError("[enforce fail at alloc_cpu.cpp:114] DefaultCPUAllocator: can't allocate memory"), True),
+    (MemoryError(), True),
+    (RuntimeError("mat1 and mat2 shapes cannot be multiplied (8x8 and 12x4)"), False),
+    (ValueError("out of memory"), False),  # only RuntimeError/MemoryError come from allocators
+])
+def test_is_oom(exc, oom):
+    assert is_oom(exc) is oom
+
+
+def test_call_user_maps_oom_to_one_actionable_line(tmp_path):
+    def boom():
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    with pytest.raises(UserError) as info:
+        call_user(boom, Path(tmp_path / "m.py"), "forward pass", batch_size=64, device="cuda")
+    assert info.value.message == "out of memory on cuda at batch size 64 (forward pass)"
+    assert info.value.hint == OOM_HINT and "--device meta" in OOM_HINT and "smaller --batch-size" in OOM_HINT

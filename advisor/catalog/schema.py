@@ -150,6 +150,14 @@ class Efficiency(Strict):
         0.0, ge=0, description="memory the framework holds besides tensors (CUDA context, workspaces)"
     )
     memory_reserve_fraction: float = Field(0.0, ge=0, lt=1, description="share of capacity lost to fragmentation")
+    # Calibrated fields (written by `advisor calibrate`; optional, so datasheet profiles need none of them).
+    matrix_by_dtype: dict[str, Curve] = Field(
+        {}, description="matmul/conv efficiency curve per dtype (fp32, bf16...); overrides `matrix` for that dtype"
+    )
+    phase_overhead_s: dict[Literal["forward", "backward", "optimizer"], Duration] = Field(
+        {}, description="fixed cost per op in each phase of eager training (module calls, autograd); "
+        "overrides op_overhead_s for that phase"
+    )
 
     @staticmethod
     def at(curve: list[Step], size: float) -> float:

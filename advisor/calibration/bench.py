@@ -7,6 +7,7 @@ them into a catalog device and efficiency profile. torch is imported inside the 
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 MATMUL_SIZES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 COPY_ELEMENTS = tuple(2**k for k in range(8, 26))  # 1 KiB .. 128 MiB of fp32
 VECTOR_ELEMENTS = 1 << 22
+COLD_SETS = 512  # at most this many operand pairs per matmul size
 
 
 @dataclass
@@ -35,31 +37,33 @@ class Measurements:
     vector_bytes: float = 0.0
     vector_seconds: float = 0.0
     phase_overhead_s: dict[str, float] = field(default_factory=dict)
+    conv: list[tuple[float, float, float]] = field(default_factory=list)  # (FLOPs, bytes, seconds) per call
     seconds: float = 0.0  # how long calibration took
 
 
-def timed(fn: Callable[[], object], sync: Callable[[], None], min_s: float, repeats: int) -> float:
+def timed(fn: Callable[[], object], sync: Callable[[], None], min_s: float, repeats: int,
+          now: Callable[[], float] = time.perf_counter) -> float:
     """Seconds per call of `fn`: the fastest of `repeats` rounds of as many calls as fill `min_s`. The
     fastest, not the median, because other processes on a shared machine only ever slow a round down."""
     fn()
     sync()
     n, elapsed = 1, 0.0
     while True:  # find how many calls fill min_s
-        t0 = time.perf_counter()
+        t0 = now()
         for _ in range(n):
             fn()
         sync()
-        elapsed = time.perf_counter() - t0
+        elapsed = now() - t0
         if elapsed >= min_s or n >= 1 << 16:
             break
         n = max(n * 2, int(n * min_s / max(elapsed, 1e-9)))
     rounds = [elapsed / n]
     for _ in range(repeats - 1):
-        t0 = time.perf_counter()
+        t0 = now()
         for _ in range(n):
             fn()
         sync()
-        rounds.append((time.perf_counter() - t0) / n)
+        rounds.append((now() - t0) / n)
     return min(rounds)
 
 
@@ -85,6 +89,33 @@ def cuda_timed(fn: Callable[[], object], min_s: float, repeats: int) -> float:
         n = max(n * 2, int(n * min_s / max(min(rounds) * n, 1e-9)))
 
 
+# (batch, channels, side, groups, kernel): depthwise 3x3, pointwise 1x1 and dense 3x3 layers of CNNs.
+CONV_SHAPES = ((16, 32, 32, 32, 3), (16, 128, 16, 128, 3), (16, 512, 8, 512, 3), (16, 32, 32, 1, 1),
+               (16, 128, 16, 1, 1), (16, 512, 8, 1, 1), (16, 16, 32, 1, 3), (16, 64, 16, 1, 3), (16, 256, 8, 1, 3))
+
+
+def conv_points(device: str, clock, quick: bool) -> list[tuple[float, float, float]]:
+    """Forward and backward (input and weight gradients) of CNN-like conv2d layers, NCHW as eager runs
+    them: (FLOPs, bytes read + written, seconds) per call, counted as the profiler counts them."""
+    import torch
+    import torch.nn.functional as F
+
+    out = []
+    for n, c, side, groups, k in CONV_SHAPES[::4] if quick else CONV_SHAPES:
+        x = torch.randn(n, c, side, side, device=device, requires_grad=True)
+        w = torch.randn(c, c // groups, k, k, device=device, requires_grad=True)
+        y = F.conv2d(x, w, padding=k // 2, groups=groups)
+        gy = torch.randn_like(y)
+        flops = 2.0 * y.numel() * (c // groups) * k * k
+        act, wb = 4.0 * x.numel(), 4.0 * w.numel()
+        t_fwd = clock(lambda x=x, w=w, k=k, g=groups: F.conv2d(x, w, padding=k // 2, groups=g))
+        t_both = clock(lambda x=x, w=w, k=k, g=groups, gy=gy: torch.autograd.grad(
+            F.conv2d(x, w, padding=k // 2, groups=g), (x, w), gy))
+        out.append((flops, 2 * act + wb, t_fwd))  # read x and w, write y (same size as x here)
+        out.append((2 * flops, 3 * act + 2 * wb, max(t_both - t_fwd, 0.1 * t_both)))  # read gy, x, w; write gx, gw
+    return out
+
+
 def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s: None) -> Measurements:
     """Every microbenchmark on `device` ('cpu' or 'cuda'). `quick` trims sizes and time (tests)."""
     import torch
@@ -95,9 +126,14 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
     cuda = device == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     min_s, repeats = (0.002, 2) if quick else (0.03, 5)
+    cold_bytes = (256e6 if cuda else 64e6) / (16 if quick else 1)  # beyond the last-level cache
+
+    # On one CPU thread, count the process's CPU time: time slices lost to other work on a shared machine
+    # then do not count, while the work itself (cache misses included) does.
+    now = time.process_time if not cuda and torch.get_num_threads() == 1 else time.perf_counter
 
     def clock(fn):
-        return cuda_timed(fn, min_s, repeats) if cuda else timed(fn, sync, min_s, repeats)
+        return cuda_timed(fn, min_s, repeats) if cuda else timed(fn, sync, min_s, repeats, now)
 
     name = torch.cuda.get_device_name() if cuda else cpu_name()
     m = Measurements(device=device, name=name, threads=torch.get_num_threads())
@@ -114,10 +150,16 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
         tick(f"matmul {label}")
         points = []
         for n in sizes:
-            a = torch.randn(n, n, device=device, dtype=dt)
-            b = torch.randn(n, n, device=device, dtype=dt)
-            points.append(Point(2.0 * n**3, clock(lambda a=a, b=b: torch.mm(a, b))))
+            # Operands rotate through more memory than the caches hold: in a training step a GEMM's weights
+            # and activations arrive from memory, not from the cache a repeated call would leave them in.
+            sets = [(torch.randn(n, n, device=device, dtype=dt), torch.randn(n, n, device=device, dtype=dt))
+                    for _ in range(max(2, min(COLD_SETS, int(cold_bytes / (2 * n * n * dt.itemsize)))))]
+            turn = itertools.cycle(sets)
+            points.append(Point(2.0 * n**3, clock(lambda turn=turn: torch.mm(*next(turn)))))
         m.matmul[label] = points
+
+    tick("convolutions")
+    m.conv = conv_points(device, clock, quick)
 
     tick("memory bandwidth")
     elements = COPY_ELEMENTS[::4] if quick else COPY_ELEMENTS

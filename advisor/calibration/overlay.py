@@ -44,7 +44,10 @@ def default_path(m: Measurements) -> Path:
 def _curve(points: list[tuple[float, float]]) -> list[dict]:
     """Measured (size, efficiency) points as catalog steps. Each step starts half-way (geometrically) from
     the previous point, so an op takes the efficiency of the measured size nearest to its own."""
-    points = sorted(points)
+    merged: dict[float, list[float]] = {}
+    for size, eff in points:  # equal sizes (two convs of the same intensity) share their mean
+        merged.setdefault(float(f"{size:.4g}"), []).append(eff)
+    points = sorted((size, sum(v) / len(v)) for size, v in merged.items())
     steps = []
     for i, (size, eff) in enumerate(points):
         low = 0.0 if i == 0 else math.sqrt(points[i - 1][0] * size)
@@ -120,6 +123,10 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         "collective_latency_s": "50us",
         "matrix_by_dtype": curves,
     }
+    if m.conv:
+        # efficiency of each measured convolution against the fp32 matmul peak, by FLOPs per byte
+        conv = [(f / b, f / max(t - m.dispatch_s, 0.1 * t) / fp32) for f, b, t in m.conv]
+        efficiency["conv_by_intensity"] = _curve(conv)
     if overhead:
         efficiency["phase_overhead_s"] = {k: f"{v:.4g}" for k, v in overhead.items()}
     return {"devices": [device], "efficiency": [efficiency]}
@@ -167,7 +174,7 @@ def fit_phase_overhead(data: dict, m: Measurements, tick=lambda s: None) -> dict
             calls = sum(o.count for o in ops)
             work = sum(
                 op_time(device, eff, o.flops.at(4), o.bytes_read.at(4) + o.bytes_written.at(4), o.count,
-                        o.category, o.dtype).seconds - 1e-9 * o.count
+                        o.category, o.dtype, phase=phase, op=o.op).seconds - 1e-9 * o.count
                 for o in ops
             )
             if calls:

@@ -158,6 +158,10 @@ class Efficiency(Strict):
         {}, description="fixed cost per op in each phase of eager training (module calls, autograd); "
         "overrides op_overhead_s for that phase"
     )
+    conv_by_intensity: Curve | None = Field(
+        None, description="convolution (forward and backward) efficiency by FLOPs per byte of the call; "
+        "depthwise and 1x1 convolutions reach far less than GEMMs of the same size"
+    )
 
     @staticmethod
     def at(curve: list[Step], size: float) -> float:

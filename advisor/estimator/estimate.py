@@ -78,7 +78,7 @@ def phase_times(profile, device: Device, eff: Efficiency, precision: str, micro:
         dtype = effective_dtype(op.dtype, op.category, profile.precision, precision)
         scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
         nbytes = (op.bytes_read.at(micro) + op.bytes_written.at(micro)) * scale
-        t = op_time(device, eff, op.flops.at(micro), nbytes, op.count, op.category, dtype, phase=op.phase)
+        t = op_time(device, eff, op.flops.at(micro), nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op)
         acc = sums.setdefault(op.phase, [0.0] * 6)
         for i, value in enumerate((t.seconds, t.compute_s, t.memory_s, t.overhead_s, t.flops, t.bytes)):
             acc[i] += value

@@ -80,12 +80,22 @@ def overhead_for(eff: Efficiency, phase: str | None) -> float:
     return eff.phase_overhead_s.get(phase, eff.op_overhead_s) if phase else eff.op_overhead_s
 
 
-def compute_efficiency(eff: Efficiency, category: str, dtype: str, flops_per_call: float) -> float:
+CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution")
+
+
+def compute_efficiency(
+    eff: Efficiency, category: str, dtype: str, flops_per_call: float, op: str | None = None,
+    bytes_per_call: float = 0.0,
+) -> float:
     """η of a compute-bound op. A matmul-class op follows a matmul curve (the calibrated one of its dtype
     where there is one) even when it lands on the vector units, as fp32 GEMMs do on a CPU: its efficiency
     still grows with its size. Elementwise and reduction work gets the flat vector figure."""
     if category != "matrix":
         return eff.vector
+    if op in CONV_OPS and eff.conv_by_intensity and bytes_per_call > 0:
+        # A convolution's efficiency follows its arithmetic intensity (FLOPs per byte): a depthwise 3x3
+        # does 9 multiply-adds per element and is starved, a dense 3x3 behaves like a GEMM.
+        return Efficiency.at(eff.conv_by_intensity, flops_per_call / bytes_per_call)
     curve = eff.matrix_by_dtype.get(dtype) or eff.matrix_by_dtype.get("fp32" if dtype == "tf32" else "") or eff.matrix
     return Efficiency.at(curve, flops_per_call)
 
@@ -99,6 +109,7 @@ def op_time(
     category: str,
     dtype: str,
     phase: str | None = None,
+    op: str | None = None,
 ) -> OpTime:
     """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`."""
     calls = max(count, 1.0)
@@ -108,7 +119,7 @@ def op_time(
     t_cmp, unit = 0.0, "memory"
     if f_call > 0 and category != "memory":
         peak, unit = peak_for(device, dtype, category)
-        t_cmp = f_call / (peak * compute_efficiency(eff, category, dtype, f_call))
+        t_cmp = f_call / (peak * compute_efficiency(eff, category, dtype, f_call, op, b_call))
     body = max(t_cmp, t_mem) * calls
     compute_bound = t_cmp >= t_mem and t_cmp > 0
     return OpTime(

@@ -73,6 +73,7 @@ def test_overlay_from_measurements_holds_peaks_and_curves():
     assert eff.vector == pytest.approx(0.1)  # 2e10 / 2e11
     assert eff.phase_overhead_s["backward"] == pytest.approx(25e-6)
     assert device.source.startswith("measured by advisor calibrate on")
+    assert eff.calibration_threads == 2  # Measurements(threads=2): validate times with the same
 
 
 def write_user_overlay(tmp_path) -> None:
@@ -111,3 +112,18 @@ def test_calibrate_quick_writes_a_loadable_overlay_to_the_user_folder(tmp_path):
 def test_calibrate_bad_input(tmp_path):
     assert_user_error(run_cli("calibrate", "--device", "tpu"), "unknown --device 'tpu'")
     assert_user_error(run_cli("calibrate", "-o", str(tmp_path / "nope" / "x.yaml")), "nope")
+
+
+def test_convolution_follows_its_intensity_curve():
+    eff = EFF.model_copy(update={"conv_by_intensity": [{"min_size": 0, "efficiency": 0.1},
+                                                       {"min_size": 10, "efficiency": 0.6}]})
+    # 1e6 FLOPs over 1e4 bytes: intensity 100 -> 0.6 -> 1e6 / (1e11 * 0.6) = 16.67 µs; memory
+    # 1e4 / (1e10 * 0.5) = 2 µs; + 10 µs overhead = 26.67 µs. A GEMM of that size would take the fp32
+    # curve's 0.8: 12.5 + 10 = 22.5 µs.
+    assert op_time(DEVICE, eff, 1e6, 1e4, 1, "matrix", "fp32", op="aten.convolution").seconds == pytest.approx(
+        26.667e-6, rel=1e-4)
+    assert op_time(DEVICE, eff, 1e6, 1e4, 1, "matrix", "fp32", op="aten.mm").seconds == pytest.approx(22.5e-6)
+    # depthwise-like: 1e6 FLOPs over 1e6 bytes: intensity 1 -> 0.1 -> 100 µs; memory 1e6 / 5e9 = 200 µs
+    # wins: 200 + 10 = 210 µs.
+    assert op_time(DEVICE, eff, 1e6, 1e6, 1, "matrix", "fp32", op="aten.convolution_backward").seconds == (
+        pytest.approx(210e-6))

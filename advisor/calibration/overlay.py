@@ -123,6 +123,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         "collective_latency_s": "50us",
         "matrix_by_dtype": curves,
     }
+    if cpu:
+        efficiency["calibration_threads"] = m.threads
     if m.conv:
         # efficiency of each measured convolution against the fp32 matmul peak, by FLOPs per byte
         conv = [(f / b, f / max(t - m.dispatch_s, 0.1 * t) / fp32) for f, b, t in m.conv]

@@ -162,6 +162,9 @@ class Efficiency(Strict):
         None, description="convolution (forward and backward) efficiency by FLOPs per byte of the call; "
         "depthwise and 1x1 convolutions reach far less than GEMMs of the same size"
     )
+    calibration_threads: int | None = Field(
+        None, ge=1, le=4096, description="torch CPU threads the calibration ran with (validate uses the same)"
+    )
 
     @staticmethod
     def at(curve: list[Step], size: float) -> float:

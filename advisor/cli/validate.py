@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt
+from advisor.cli.common import CatalogOpt, FormatOpt, note
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
 
@@ -60,14 +60,20 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"{model}: no such model file", "give the path of a .py model file")
         from advisor import api
         from advisor.calibration.validate import calibrated_id
+
+        calibrated = None
         from advisor.calibration.validate import validate as run
 
         cat = api.catalog(catalog)
         if device == "cpu":
-            calibrated_id(cat, device)  # before any work: no calibration, one clear line
+            ident = calibrated_id(cat, device)  # before any work: no calibration, one clear line
+            calibrated = cat.efficiency[cat.devices[ident].efficiency].calibration_threads
+            threads = threads or calibrated
         import torch
 
         if threads is not None:
+            if device == "cpu" and calibrated and threads != calibrated:
+                note(f"calibrated with {calibrated} threads, timing with {threads}: expect a larger error")
             torch.set_num_threads(threads)
 
         def tick(step: str) -> None:

@@ -115,8 +115,8 @@ def test_calibrate_bad_input(tmp_path):
 
 
 def test_convolution_follows_its_intensity_curve():
-    eff = EFF.model_copy(update={"conv_by_intensity": [{"min_size": 0, "efficiency": 0.1},
-                                                       {"min_size": 10, "efficiency": 0.6}]})
+    eff = Efficiency(**{**EFF.model_dump(), "conv_by_intensity": [{"min_size": 0, "efficiency": 0.1},
+                                                                 {"min_size": 10, "efficiency": 0.6}]})
     # 1e6 FLOPs over 1e4 bytes: intensity 100 -> 0.6 -> 1e6 / (1e11 * 0.6) = 16.67 µs; memory
     # 1e4 / (1e10 * 0.5) = 2 µs; + 10 µs overhead = 26.67 µs. A GEMM of that size would take the fp32
     # curve's 0.8: 12.5 + 10 = 22.5 µs.

@@ -126,7 +126,7 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
     start = time.perf_counter()
     cuda = device == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    min_s, repeats = (0.002, 2) if quick else (0.03, 5)
+    min_s, repeats = (0.002, 2) if quick else (0.02, 5)
     cold_bytes = (256e6 if cuda else 64e6) / (16 if quick else 1)  # beyond the last-level cache
 
     # On one CPU thread, count the process's CPU time: time slices lost to other work on a shared machine
@@ -155,8 +155,12 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
             # and activations arrive from memory, not from the cache a repeated call would leave them in.
             sets = [(torch.randn(n, n, device=device, dtype=dt), torch.randn(n, n, device=device, dtype=dt))
                     for _ in range(max(2, min(COLD_SETS, int(cold_bytes / (2 * n * n * dt.itemsize)))))]
-            turn = itertools.cycle(sets)
-            points.append(Point(2.0 * n**3, clock(lambda turn=turn: torch.mm(*next(turn)))))
+            # The three layouts of a linear layer's GEMMs: forward x·Wᵀ, input gradient g·W, weight gradient gᵀ·x.
+            times = []
+            for layout in (lambda a, b: torch.mm(a, b.t()), torch.mm, lambda a, b: torch.mm(a.t(), b)):
+                turn = itertools.cycle(sets)
+                times.append(clock(lambda turn=turn, f=layout: f(*next(turn))))
+            points.append(Point(2.0 * n**3, statistics.mean(times)))
         m.matmul[label] = points
 
     tick("convolutions")

@@ -127,3 +127,12 @@ def test_convolution_follows_its_intensity_curve():
     # wins: 200 + 10 = 210 µs.
     assert op_time(DEVICE, eff, 1e6, 1e6, 1, "matrix", "fp32", op="aten.convolution_backward").seconds == (
         pytest.approx(210e-6))
+
+
+def test_named_op_efficiency_overrides_the_curves():
+    eff = Efficiency(**{**EFF.model_dump(), "op_efficiency": {"aten.exp": 0.01}})
+    # exp: 1e6 FLOPs at 1e11 * 0.01 = 1e9 FLOP/s -> 1 ms; memory 8e6 / 5e9 = 1.6 ms wins; + 10 µs.
+    assert op_time(DEVICE, eff, 1e6, 8e6, 1, "vector", "fp32", op="aten.exp").seconds == pytest.approx(1.61e-3)
+    # 1e6 bytes: memory 0.2 ms, compute 1 ms wins -> 1.01 ms; another op keeps vector 0.1: 0.2 ms + 10 µs.
+    assert op_time(DEVICE, eff, 1e6, 1e6, 1, "vector", "fp32", op="aten.exp").seconds == pytest.approx(1.01e-3)
+    assert op_time(DEVICE, eff, 1e6, 1e6, 1, "vector", "fp32", op="aten.add").seconds == pytest.approx(0.21e-3)

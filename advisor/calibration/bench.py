@@ -38,6 +38,7 @@ class Measurements:
     vector_seconds: float = 0.0
     phase_overhead_s: dict[str, float] = field(default_factory=dict)
     conv: list[tuple[float, float, float]] = field(default_factory=list)  # (FLOPs, bytes, seconds) per call
+    op_efficiency: dict[str, float] = field(default_factory=dict)  # aten op -> efficiency vs the fp32 peak
     seconds: float = 0.0  # how long calibration took
 
 
@@ -182,5 +183,10 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
     t = clock(lambda: torch.ops.aten.gelu.out(x, out=out))
     m.vector_seconds, m.vector_bytes = t, 8.0 * n
     m.vector_flops_s = 5.0 * n / max(t - m.dispatch_s, 1e-9)  # the profiler counts gelu (erf) as 5 per element
+    tick("attention and transcendental ops")
+    from advisor.calibration.ops import measure as op_measure
+
+    peak = max(p.size / max(p.seconds - m.dispatch_s, 0.1 * p.seconds) for p in m.matmul["fp32"])
+    m.op_efficiency = op_measure(device, clock, peak, m.dispatch_s)
     m.seconds = time.perf_counter() - start
     return m

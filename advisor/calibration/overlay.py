@@ -125,6 +125,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
     }
     if cpu:
         efficiency["calibration_threads"] = m.threads
+    if m.op_efficiency:
+        efficiency["op_efficiency"] = dict(m.op_efficiency)
     if m.conv:
         # efficiency of each measured convolution against the fp32 matmul peak, by FLOPs per byte
         conv = [(f / b, f / max(t - m.dispatch_s, 0.1 * t) / fp32) for f, b, t in m.conv]

@@ -162,6 +162,10 @@ class Efficiency(Strict):
         None, description="convolution (forward and backward) efficiency by FLOPs per byte of the call; "
         "depthwise and 1x1 convolutions reach far less than GEMMs of the same size"
     )
+    op_efficiency: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
+        {}, description="compute efficiency of named aten ops (fused attention, softmax, transcendentals) whose "
+        "cost the FLOP count misjudges; overrides the curves for that op"
+    )
     calibration_threads: int | None = Field(
         None, ge=1, le=4096, description="torch CPU threads the calibration ran with (validate uses the same)"
     )

@@ -90,6 +90,8 @@ def compute_efficiency(
     """η of a compute-bound op. A matmul-class op follows a matmul curve (the calibrated one of its dtype
     where there is one) even when it lands on the vector units, as fp32 GEMMs do on a CPU: its efficiency
     still grows with its size. Elementwise and reduction work gets the flat vector figure."""
+    if op in eff.op_efficiency:
+        return eff.op_efficiency[op]
     if category != "matrix":
         return eff.vector
     if op in CONV_OPS and eff.conv_by_intensity and bytes_per_call > 0:

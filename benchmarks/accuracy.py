@@ -117,8 +117,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
     cal_med, cal_max = summary(rows, "calibrated_error")
     ds_med, ds_max = summary(rows, "datasheet_error")
     lines = [
-        f"Measured on {meta['cpu']} ({meta['threads']} torch threads, fp32, AdamW, median of 7 steps after 3; "
-        f"{meta['clock']}), "
+        f"Measured on {meta['cpu']} ({meta['threads']} torch thread{'s' * (meta['threads'] > 1)}, fp32, AdamW, "
+        f"median of 7 steps after 3; {meta['clock']}), "
         f"{meta['date']}; benchmark wall time {meta['wall_s']:.0f} s (calibration {meta['calibration_s']:.0f} s).",
         "",
         "| model | batch | measured | calibrated | error | datasheet | error |",

@@ -136,3 +136,17 @@ def test_named_op_efficiency_overrides_the_curves():
     # 1e6 bytes: memory 0.2 ms, compute 1 ms wins -> 1.01 ms; another op keeps vector 0.1: 0.2 ms + 10 µs.
     assert op_time(DEVICE, eff, 1e6, 1e6, 1, "vector", "fp32", op="aten.exp").seconds == pytest.approx(1.01e-3)
     assert op_time(DEVICE, eff, 1e6, 1e6, 1, "vector", "fp32", op="aten.add").seconds == pytest.approx(0.21e-3)
+
+
+def test_gpu_overlay_is_named_after_the_gpu(monkeypatch):
+    from advisor.calibration import overlay
+
+    monkeypatch.setattr(overlay, "_gpu_memory_bytes", lambda: 141e9)
+    monkeypatch.setattr("advisor.profiler.device.nvml_info", lambda: None)
+    m = fake_measurements()
+    m.device, m.name = "cuda", "NVIDIA H200"
+    device, eff = models(build(m, {"forward": 8e-6}))
+    assert device.id == "local-nvidia-h200" and device.kind == "gpu"
+    assert device.memory_bytes == 141e9
+    assert eff.calibration_threads is None  # threads matter on a CPU only
+    assert device.notes.endswith("NVML was not available.")

@@ -106,6 +106,7 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         device["threads_per_core"] = 1
     else:
         device["memory_bytes"] = _gpu_memory_bytes()
+        device["notes"] += _nvml_note(device)
     efficiency = {
         "id": ident,
         "note": (
@@ -142,6 +143,19 @@ def _vendor(name: str) -> str:
         if vendor in low:
             return vendor
     return "unknown"
+
+
+def _nvml_note(device: dict) -> str:
+    """NVML's view of the GPU (name, clocks, driver) for the notes; sets sm_count. Empty without NVML."""
+    from advisor.profiler.device import nvml_info
+
+    info = nvml_info()
+    if info is None:
+        return " NVML was not available."
+    if info.sm_count:
+        device["sm_count"] = info.sm_count
+    return (f" NVML: {info.name}, max SM clock {info.sm_clock_max_mhz:.0f} MHz, max memory clock "
+            f"{info.memory_clock_max_mhz:.0f} MHz, driver {info.driver_version}.")
 
 
 def _gpu_memory_bytes() -> float:

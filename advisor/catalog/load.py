@@ -188,10 +188,20 @@ def _close(word: str, options: list[str]) -> list[str]:
     return difflib.get_close_matches(word, options, n=3, cutoff=0.6)
 
 
+def user_dir() -> Path:
+    """The user's own catalog folder, read on every load when it exists: $XDG_CONFIG_HOME/advisor/catalog
+    (~/.config/advisor/catalog by default). `advisor calibrate` writes its device there."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "advisor" / "catalog"
+
+
 def overlay_paths(extra: list[Path] | None = None, use_env: bool = True) -> list[Path]:
+    """Overlays in the order applied (later wins): the user folder, $ADVISOR_CATALOG, then `extra`."""
     paths = [Path(p) for p in (extra or [])]
     if use_env and os.environ.get(ENV_VAR):
         paths = [Path(p) for p in os.environ[ENV_VAR].split(os.pathsep) if p] + paths
+    if use_env and user_dir().is_dir():
+        paths = [user_dir()] + paths
     return paths
 
 

@@ -151,6 +151,25 @@ class Efficiency(Strict):
         0.0, description="memory the framework holds besides tensors (CUDA context, workspaces), e.g. '1 GB'"
     )
     memory_reserve_fraction: float = Field(0.0, ge=0, lt=1, description="share of capacity lost to fragmentation")
+    # Calibrated fields (written by `advisor calibrate`; optional, so datasheet profiles need none of them).
+    matrix_by_dtype: dict[str, Curve] = Field(
+        {}, description="matmul/conv efficiency curve per dtype (fp32, bf16...); overrides `matrix` for that dtype"
+    )
+    phase_overhead_s: dict[Literal["forward", "backward", "optimizer"], Duration] = Field(
+        {}, description="fixed cost per op in each phase of eager training (module calls, autograd); "
+        "overrides op_overhead_s for that phase"
+    )
+    conv_by_intensity: Curve | None = Field(
+        None, description="convolution (forward and backward) efficiency by FLOPs per byte of the call; "
+        "depthwise and 1x1 convolutions reach far less than GEMMs of the same size"
+    )
+    op_efficiency: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
+        {}, description="compute efficiency of named aten ops (fused attention, softmax, transcendentals) whose "
+        "cost the FLOP count misjudges; overrides the curves for that op"
+    )
+    calibration_threads: int | None = Field(
+        None, ge=1, le=4096, description="torch CPU threads the calibration ran with (validate uses the same)"
+    )
 
     @staticmethod
     def at(curve: list[Step], size: float) -> float:

@@ -87,7 +87,8 @@ def phase_times(profile, device: Device, eff: Efficiency, precision: str, micro:
         # integer and bool ops (BatchNorm's step counter, index arithmetic) have no catalog peak: the
         # vector units' fp32 rate stands in for them
         peak_dtype = dtype if dtype in DTYPES else "fp32"
-        t = op_time(device, eff, op.flops.at(micro), nbytes, op.count, op.category, peak_dtype)
+        t = op_time(device, eff, op.flops.at(micro), nbytes, op.count, op.category, peak_dtype, phase=op.phase,
+                    op=op.op)
         acc = sums.setdefault(op.phase, [0.0] * 6)
         for i, value in enumerate((t.seconds, t.compute_s, t.memory_s, t.overhead_s, t.flops, t.bytes)):
             acc[i] += value

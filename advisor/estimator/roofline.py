@@ -6,13 +6,19 @@ P is the dense datasheet peak of the unit the op runs on (the matrix unit for ma
 dtype it supports, else the vector units), η are the achievable fractions from the device family's
 efficiency profile (catalog data, replaced by `advisor calibrate`), and the overhead is the eager
 framework's per-op cost. Times are per call; a record that ran `count` times costs `count` calls.
+
+Matmul-class ops follow a matmul efficiency curve by FLOPs per call on whichever unit they land (on a CPU
+fp32 GEMMs run on the vector units but still speed up with size); a calibrated profile may hold one curve
+per dtype. The fixed cost per op differs by phase in eager training (forward pays for Python module calls,
+backward for the autograd engine, the optimizer for its foreach kernels), so a calibrated profile may
+hold one per phase.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.catalog.schema import Device, Efficiency
+from advisor.catalog.schema import DTYPES, Device, Efficiency
 from advisor.estimator.config import COMPUTE_DTYPE, DTYPE_BYTES
 
 FLOAT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp64")
@@ -61,11 +67,39 @@ def peak_for(device: Device, dtype: str, category: str) -> tuple[float | None, s
         if dtype == "tf32" and device.matrix_flops.get("fp32"):
             return device.matrix_flops.get("fp32"), "matrix"
     lookup = "fp32" if dtype == "tf32" else dtype
-    peak = device.vector_flops.get(lookup)
+    # Integer and bool work (indices, masks) has no catalog rate: it runs on the vector units at about fp32's.
+    peak = device.vector_flops.get(lookup) if lookup in DTYPES else None
     if peak:
         return peak, "vector"
     # A vector unit without a 16-bit rate computes 16-bit elementwise ops at its fp32 rate.
     return device.vector_flops.get("fp32"), "vector"
+
+
+def overhead_for(eff: Efficiency, phase: str | None) -> float:
+    """Fixed cost of one op: the calibrated cost of its phase where there is one, else the family's figure."""
+    return eff.phase_overhead_s.get(phase, eff.op_overhead_s) if phase else eff.op_overhead_s
+
+
+CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution")
+
+
+def compute_efficiency(
+    eff: Efficiency, category: str, dtype: str, flops_per_call: float, op: str | None = None,
+    bytes_per_call: float = 0.0,
+) -> float:
+    """η of a compute-bound op. A matmul-class op follows a matmul curve (the calibrated one of its dtype
+    where there is one) even when it lands on the vector units, as fp32 GEMMs do on a CPU: its efficiency
+    still grows with its size. Elementwise and reduction work gets the flat vector figure."""
+    if op in eff.op_efficiency:
+        return eff.op_efficiency[op]
+    if category != "matrix":
+        return eff.vector
+    if op in CONV_OPS and eff.conv_by_intensity and bytes_per_call > 0:
+        # A convolution's efficiency follows its arithmetic intensity (FLOPs per byte): a depthwise 3x3
+        # does 9 multiply-adds per element and is starved, a dense 3x3 behaves like a GEMM.
+        return Efficiency.at(eff.conv_by_intensity, flops_per_call / bytes_per_call)
+    curve = eff.matrix_by_dtype.get(dtype) or eff.matrix_by_dtype.get("fp32" if dtype == "tf32" else "") or eff.matrix
+    return Efficiency.at(curve, flops_per_call)
 
 
 def op_time(
@@ -76,17 +110,18 @@ def op_time(
     count: float,
     category: str,
     dtype: str,
+    phase: str | None = None,
+    op: str | None = None,
 ) -> OpTime:
     """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`."""
     calls = max(count, 1.0)
     f_call, b_call = flops / calls, nbytes / calls
-    overhead = eff.op_overhead_s * calls
+    overhead = overhead_for(eff, phase) * calls
     t_mem = b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_call)) if b_call > 0 else 0.0
     t_cmp, unit = 0.0, "memory"
     if f_call > 0 and category != "memory":
         peak, unit = peak_for(device, dtype, category)
-        eta = Efficiency.at(eff.matrix, f_call) if unit == "matrix" else eff.vector
-        t_cmp = f_call / (peak * eta)
+        t_cmp = f_call / (peak * compute_efficiency(eff, category, dtype, f_call, op, b_call))
     body = max(t_cmp, t_mem) * calls
     compute_bound = t_cmp >= t_mem and t_cmp > 0
     return OpTime(

@@ -1,0 +1,83 @@
+"""`advisor validate MODEL.py`: time real training steps and compare them with the calibrated estimate.
+
+torch is imported inside the command only, so that `advisor --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from advisor.cli.common import CatalogOpt, FormatOpt, note
+from advisor.errors import UserError
+from advisor.render.output import Format, emit
+
+PRECISIONS = ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16")
+
+
+def _table(v) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from advisor import units
+
+    threads = f", {v.threads} threads" if v.threads else ""
+    t = Table(title=f"{v.model} on {v.device}, batch {v.batch_size}, {v.precision}{threads}")
+    for col in ("phase", "measured", "predicted", "error"):
+        t.add_column(col, justify="left" if col == "phase" else "right")
+    for r in v.rows:
+        t.add_row(r.phase, units.fmt_duration(r.measured_s), units.fmt_duration(r.predicted_s), f"{r.error:+.1%}")
+    Console().print(t)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def validate(
+        model: Annotated[Path, typer.Argument(help="Model file (defines build_model and example_batch).")],
+        device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
+        batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Samples per step.")] = 8,
+        precision: Annotated[str, typer.Option("--precision", help=", ".join(PRECISIONS))] = "fp32",
+        threads: Annotated[
+            int | None, typer.Option("--threads", help="torch threads (CPU); the same as for calibrate.")
+        ] = None,
+        repeats: Annotated[int, typer.Option("--repeats", help="Timed steps (the median is reported).")] = 7,
+        catalog: CatalogOpt = None,
+        fmt: FormatOpt = Format.table,
+    ) -> None:
+        """Run real training steps and print measured time, predicted time and the error per phase."""
+        if device not in ("cpu", "cuda"):
+            raise UserError(f"unknown --device {device!r}", "use cpu or cuda")
+        if precision not in PRECISIONS:
+            raise UserError(f"unknown --precision {precision!r}", f"use one of {', '.join(PRECISIONS)}")
+        if batch_size < 1 or repeats < 1:
+            raise UserError("--batch-size and --repeats must be at least 1")
+        if threads is not None and threads < 1:
+            raise UserError(f"--threads must be at least 1, got {threads}")
+        if not model.is_file():
+            raise UserError(f"{model}: no such model file", "give the path of a .py model file")
+        from advisor import api
+        from advisor.calibration.validate import calibrated_id
+
+        calibrated = None
+        from advisor.calibration.validate import validate as run
+
+        cat = api.catalog(catalog)
+        if device == "cpu":
+            ident = calibrated_id(cat, device)  # before any work: no calibration, one clear line
+            calibrated = cat.efficiency[cat.devices[ident].efficiency].calibration_threads
+            threads = threads or calibrated
+        import torch
+
+        if threads is not None:
+            if device == "cpu" and calibrated and threads != calibrated:
+                note(f"calibrated with {calibrated} threads, timing with {threads}: expect a larger error")
+            torch.set_num_threads(threads)
+
+        def tick(step: str) -> None:
+            sys.stderr.write(f"  {step}\n")
+
+        v = run(model, device, batch_size, precision, repeats, catalog=cat, tick=tick)
+        emit(v, fmt, lambda: _table(v))

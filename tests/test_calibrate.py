@@ -1,0 +1,152 @@
+"""Calibration: the overlay it writes validates and loads as local-cpu; the roofline's calibrated fields."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from conftest import assert_user_error, run_cli
+
+from advisor.calibration.bench import Measurements, Point
+from advisor.calibration.overlay import build, models
+from advisor.catalog.load import load_catalog, overlay_paths, user_dir
+from advisor.catalog.schema import Device, Efficiency
+from advisor.estimator.roofline import op_time
+
+DEVICE = Device(
+    id="toy-cpu", name="Toy CPU", vendor="acme", kind="cpu", efficiency="toy", cores=2, threads_per_core=1,
+    memory_bandwidth=1e10, vector_flops={"fp32": 1e11}, tdp_watts=10, launch_year=2025, source="a test fixture",
+    as_of="2026-12-01",
+)
+EFF = Efficiency(
+    id="toy", note="hand-made for tests", matrix=[{"min_size": 0, "efficiency": 0.5}], vector=0.1,
+    memory=[{"min_size": 0, "efficiency": 0.5}], op_overhead_s=10e-6, device_link=0.5, network=0.5,
+    collective_latency_s=1e-5,
+    matrix_by_dtype={"fp32": [{"min_size": 0, "efficiency": 0.25}, {"min_size": 1e6, "efficiency": 0.8}]},
+    phase_overhead_s={"backward": 30e-6},
+)
+
+
+def test_matmul_on_vector_units_follows_its_dtype_curve_and_phase_overhead():
+    # 2 calls of 1e6 FLOPs, 1e4 bytes each. fp32 curve at 1e6: 0.8 -> 1e6 / (1e11 * 0.8) = 12.5 µs per call;
+    # memory 1e4 / (1e10 * 0.5) = 2 µs; backward overhead 30 µs per call: 2 * (12.5 + 30) = 85 µs.
+    t = op_time(DEVICE, EFF, 2e6, 2e4, 2, "matrix", "fp32", phase="backward")
+    assert t.seconds == pytest.approx(85e-6)
+    assert t.overhead_s == pytest.approx(60e-6)  # 2 * 30 µs
+
+
+def test_dtype_without_a_curve_uses_the_matrix_curve_and_default_overhead():
+    # bf16 has no curve: `matrix` 0.5; no bf16 rate: the fp32 vector rate 1e11 -> 1e6 / 5e10 = 20 µs;
+    # forward has no phase figure: op_overhead_s 10 µs -> 30 µs.
+    t = op_time(DEVICE, EFF, 1e6, 0, 1, "matrix", "bf16", phase="forward")
+    assert t.seconds == pytest.approx(30e-6)
+
+
+def test_integer_vector_op_runs_at_the_fp32_vector_rate():
+    # int64 has no catalog rate: fp32 1e11 * vector 0.1 = 1e10 FLOP/s -> 1e6 FLOPs take 100 µs, + 10 µs.
+    t = op_time(DEVICE, EFF, 1e6, 0, 1, "vector", "int64")
+    assert t.seconds == pytest.approx(110e-6)
+
+
+def fake_measurements() -> Measurements:
+    # dispatch 1 µs. fp32: 1e6 FLOPs in 11 µs -> 1e6 / 10 µs = 1e11; 1e9 in 5.001 ms -> 2e11 (the peak).
+    # Copy: 1e4 bytes in 2 µs -> 1e4 / 1 µs = 1e10; 1e8 bytes in 5.001 ms -> 2e10 (the peak).
+    m = Measurements(device="cpu", name="Fake CPU", threads=2, dispatch_s=1e-6)
+    m.matmul = {"fp32": [Point(1e6, 11e-6), Point(1e9, 5.001e-3)],
+                "bf16": [Point(1e6, 6e-6), Point(1e9, 2.501e-3)]}
+    m.copy = [Point(1e4, 2e-6), Point(1e8, 5.001e-3)]
+    m.vector_flops_s = 2e10
+    return m
+
+
+def test_overlay_from_measurements_holds_peaks_and_curves():
+    data = build(fake_measurements(), {"forward": 20e-6, "backward": 25e-6, "optimizer": 3e-6})
+    device, eff = models(data)
+    assert device.id == "local-cpu" and device.kind == "cpu"
+    assert device.matrix_flops.fp32 == pytest.approx(2e11)
+    assert device.matrix_flops.bf16 == pytest.approx(4e11)  # 1e9 / 2.5 ms
+    assert device.memory_bandwidth == pytest.approx(2e10)
+    # fp32 efficiencies 1e11 / 2e11 = 0.5 and 1.0; the second step starts at sqrt(1e6 * 1e9) = 3.162e7.
+    assert [(s.min_size, s.efficiency) for s in eff.matrix_by_dtype["fp32"]] == [(0, 0.5), (3.162e7, 1.0)]
+    assert [s.efficiency for s in eff.memory] == [0.5, 1.0]  # 1e10 / 2e10
+    assert eff.vector == pytest.approx(0.1)  # 2e10 / 2e11
+    assert eff.phase_overhead_s["backward"] == pytest.approx(25e-6)
+    assert device.source.startswith("measured by advisor calibrate on")
+    assert eff.calibration_threads == 2  # Measurements(threads=2): validate times with the same
+
+
+def write_user_overlay(tmp_path) -> None:
+    folder = tmp_path / "advisor" / "catalog"
+    folder.mkdir(parents=True)
+    data = build(fake_measurements(), {"forward": 20e-6, "backward": 25e-6, "optimizer": 3e-6})
+    (folder / "local-cpu.yaml").write_text(yaml.safe_dump(data))
+
+
+def test_user_folder_is_loaded_from_xdg_config_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert "local-cpu" not in load_catalog().devices
+    write_user_overlay(tmp_path)
+    assert user_dir() == tmp_path / "advisor" / "catalog"
+    assert overlay_paths() == [user_dir()]
+    assert overlay_paths(use_env=False) == []
+    from advisor.catalog import load
+
+    load._load_cached.cache_clear()
+    assert load_catalog().devices["local-cpu"].memory_bandwidth == pytest.approx(2e10)
+
+
+def test_calibrate_quick_writes_a_loadable_overlay_to_the_user_folder(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    result = run_cli("calibrate", "--quick", "--threads", "1", "--format", "json", env=env)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    path = tmp_path / "advisor" / "catalog" / "local-cpu.yaml"
+    assert out["written_to"] == str(path) and path.is_file()
+    assert "matmul fp32" in result.stderr  # progress
+    shown = run_cli("catalog", "show", "local-cpu", "--format", "json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert run_cli("catalog", "validate", str(path), env=env).returncode == 0
+
+
+def test_calibrate_bad_input(tmp_path):
+    assert_user_error(run_cli("calibrate", "--device", "tpu"), "unknown --device 'tpu'")
+    assert_user_error(run_cli("calibrate", "-o", str(tmp_path / "nope" / "x.yaml")), "nope")
+
+
+def test_convolution_follows_its_intensity_curve():
+    eff = Efficiency(**{**EFF.model_dump(), "conv_by_intensity": [{"min_size": 0, "efficiency": 0.1},
+                                                                 {"min_size": 10, "efficiency": 0.6}]})
+    # 1e6 FLOPs over 1e4 bytes: intensity 100 -> 0.6 -> 1e6 / (1e11 * 0.6) = 16.67 µs; memory
+    # 1e4 / (1e10 * 0.5) = 2 µs; + 10 µs overhead = 26.67 µs. A GEMM of that size would take the fp32
+    # curve's 0.8: 12.5 + 10 = 22.5 µs.
+    assert op_time(DEVICE, eff, 1e6, 1e4, 1, "matrix", "fp32", op="aten.convolution").seconds == pytest.approx(
+        26.667e-6, rel=1e-4)
+    assert op_time(DEVICE, eff, 1e6, 1e4, 1, "matrix", "fp32", op="aten.mm").seconds == pytest.approx(22.5e-6)
+    # depthwise-like: 1e6 FLOPs over 1e6 bytes: intensity 1 -> 0.1 -> 100 µs; memory 1e6 / 5e9 = 200 µs
+    # wins: 200 + 10 = 210 µs.
+    assert op_time(DEVICE, eff, 1e6, 1e6, 1, "matrix", "fp32", op="aten.convolution_backward").seconds == (
+        pytest.approx(210e-6))
+
+
+def test_named_op_efficiency_overrides_the_curves():
+    eff = Efficiency(**{**EFF.model_dump(), "op_efficiency": {"aten.exp": 0.01}})
+    # exp: 1e6 FLOPs at 1e11 * 0.01 = 1e9 FLOP/s -> 1 ms; memory 8e6 / 5e9 = 1.6 ms wins; + 10 µs.
+    assert op_time(DEVICE, eff, 1e6, 8e6, 1, "vector", "fp32", op="aten.exp").seconds == pytest.approx(1.61e-3)
+    # 1e6 bytes: memory 0.2 ms, compute 1 ms wins -> 1.01 ms; another op keeps vector 0.1: 0.2 ms + 10 µs.
+    assert op_time(DEVICE, eff, 1e6, 1e6, 1, "vector", "fp32", op="aten.exp").seconds == pytest.approx(1.01e-3)
+    assert op_time(DEVICE, eff, 1e6, 1e6, 1, "vector", "fp32", op="aten.add").seconds == pytest.approx(0.21e-3)
+
+
+def test_gpu_overlay_is_named_after_the_gpu(monkeypatch):
+    from advisor.calibration import overlay
+
+    monkeypatch.setattr(overlay, "_gpu_memory_bytes", lambda: 141e9)
+    monkeypatch.setattr("advisor.profiler.device.nvml_info", lambda: None)
+    m = fake_measurements()
+    m.device, m.name = "cuda", "NVIDIA H200"
+    device, eff = models(build(m, {"forward": 8e-6}))
+    assert device.id == "local-nvidia-h200" and device.kind == "gpu"
+    assert device.memory_bytes == 141e9
+    assert eff.calibration_threads is None  # threads matter on a CPU only
+    assert device.notes.endswith("NVML was not available.")

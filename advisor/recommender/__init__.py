@@ -1,0 +1,1 @@
+"""Recommender: candidate enumeration, filters that record rejections, ranking, Pareto front, comparison."""

@@ -44,5 +44,7 @@ def compare(profile, catalog: Catalog, workload: Workload, constraints: Constrai
         best = min(pool, key=lambda o: sort_key(o, constraints.objective))
         fastest = min(group, key=lambda o: sort_key(o, "time"))
         note = "" if good else "none meets the constraints: the best regardless"
-        rows.append(KindRow(kind=kind, best=best, fastest=fastest, options=len(group), note=note))
+        rows.append(
+            KindRow(kind=kind, best=best.to_option(), fastest=fastest.to_option(), options=len(group), note=note)
+        )
     return Comparison(question=rec.question, rows=rows, catalog_as_of=rec.catalog_as_of, assumptions=rec.assumptions)

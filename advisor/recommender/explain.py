@@ -94,4 +94,6 @@ def explain(feasible: list[Option], constraints: Constraints, rejections: Reject
         f"{units.fmt_duration(fastest.total_time_s)} for {units.fmt_money(fastest.cost_usd)}, the cheapest costs "
         f"{units.fmt_money(cheapest.cost_usd)} and takes {units.fmt_duration(cheapest.total_time_s)}"
     )
-    return Explanation(binding=binding, summary=summary, fastest=fastest, cheapest=cheapest, relax=relax)
+    return Explanation(
+        binding=binding, summary=summary, fastest=fastest.to_option(), cheapest=cheapest.to_option(), relax=relax
+    )

@@ -32,6 +32,9 @@ def fit_micro_batch(profile, config: Config, device, eff, instance, per_device: 
     if found is not None:
         return found
     lo, hi = 1, max(per_device, 1)
+    if hi > 1 and memory_for(profile, config, device, eff, instance, hi).fits:  # the usual case: it all fits
+        memo[key] = (hi, None)
+        return memo[key]
     smallest = memory_for(profile, config, device, eff, instance, lo)
     if not smallest.fits:
         memo[key] = (1, smallest)

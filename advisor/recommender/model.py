@@ -3,7 +3,8 @@ qualifies, the explanation. Plain pydantic values, so the table, JSON, YAML and 
 
 from __future__ import annotations
 
-from typing import Literal
+import dataclasses
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -67,6 +68,26 @@ class Option(BaseModel):
         return f"{self.instance} ({layout}, {self.precision}, {self.strategy}{ckpt}, {self.pricing})"
 
 
+def _row_label(self) -> str:
+    return Option.label(self)  # type: ignore[arg-type]
+
+
+def _to_option(self) -> Option:
+    return Option(**{name: getattr(self, name) for name in OPTION_FIELDS})
+
+
+OPTION_FIELDS = tuple(Option.model_fields)
+# The same fields as a plain slotted dataclass: what the recommender makes for each of thousands of
+# candidates (a pydantic model costs ~25 µs to build even unvalidated). Only the options that are shown or
+# exported become `Option`s, through `to_option()`.
+Row = dataclasses.make_dataclass(
+    "Row",
+    [(name, Any) for name in OPTION_FIELDS],
+    slots=True,
+    namespace={"label": _row_label, "to_option": _to_option},
+)
+
+
 class Rejections(BaseModel):
     """Candidates that were dropped, counted by reason, with a few examples of each."""
 
@@ -115,5 +136,5 @@ class Recommendation(BaseModel):
     rejections: Rejections
     explanation: Explanation | None = None
     elapsed_s: float = 0.0
-    # every option that fits in memory and has a price, for plots; not exported
-    feasible: list[Option] = Field([], exclude=True)
+    # every option that fits in memory and has a price (Rows), for plots and comparisons; not exported
+    feasible: list[Any] = Field([], exclude=True)

@@ -18,7 +18,7 @@ from advisor.estimator.estimate import billed_cost, estimate
 from advisor.recommender.candidates import Candidate, enumerate_candidates
 from advisor.recommender.explain import explain
 from advisor.recommender.fastpath import fit_micro_batch
-from advisor.recommender.model import Constraints, Option, Question, Recommendation, Rejections
+from advisor.recommender.model import Constraints, Option, Question, Recommendation, Rejections, Row
 
 
 def sort_key(option: Option, objective: str) -> tuple:
@@ -40,12 +40,10 @@ def mark_pareto(options: list[Option]) -> list[Option]:
     return front
 
 
-def _option(cand: Candidate, est, pricing: str, hourly: float, cost: float, constraints: Constraints) -> Option:
+def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constraints: Constraints) -> Row:
     m = est.memory
     inst = cand.instance
-    # model_construct: the values come straight from a validated estimate; skipping validation is what
-    # keeps ten thousand options cheap.
-    return Option.model_construct(
+    return Row(
         rank=None,
         provider=inst.provider,
         instance=inst.id,
@@ -104,7 +102,7 @@ def evaluate(profile, catalog: Catalog, workload: Workload, constraints: Constra
 
     cache: dict = {}
     fits: dict = {}
-    feasible: list[Option] = []
+    feasible: list[Row] = []
     notes: dict[str, dict[str, None]] = {}
     estimated = 0
     closest = None  # the memory-rejected configuration that came nearest to fitting
@@ -162,7 +160,7 @@ def evaluate(profile, catalog: Catalog, workload: Workload, constraints: Constra
             cost = est.cost_usd if not spot and est.cost_usd is not None else None
             if cost is None:
                 cost = billed_cost(est.total_time_s, hourly, cand.nodes, cand.instance)
-            feasible.append(_option(cand, est, pricing, hourly, cost, constraints))
+            feasible.append(_row(cand, est, pricing, hourly, cost, constraints))
     return feasible, rejections, estimated, notes, closest
 
 
@@ -185,7 +183,8 @@ def recommend(profile, catalog: Catalog, workload: Workload, constraints: Constr
     qualifying.sort(key=lambda o: sort_key(o, constraints.objective))
     for i, option in enumerate(qualifying, 1):
         option.rank = i
-    shown = qualifying[:top]
+    shown = [row.to_option() for row in qualifying[:top]]
+    front = [row.to_option() for row in front]
     explanation = None if qualifying else explain(feasible, constraints, rejections, closest)
     devices = {o.device for o in (*shown, *front)}
     if explanation:

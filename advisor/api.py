@@ -71,7 +71,8 @@ def resolve_hardware(
     per_node = count or have
     if per_node > have:
         raise UserError(
-            f"--count {per_node} is more than the {have} devices of {entry.id}", f"use --count {have} or less"
+            f"--count {per_node} is more than the {have} device{'s' * (have != 1)} of {entry.id}",
+            f"use --count {have} or less",
         )
     if count is not None and count < 1:
         raise UserError(f"--count must be at least 1, got {count}")

@@ -40,6 +40,7 @@ Bytes = _quantity("size", 1e6, 1e15)  # 1 MB .. 1 PB
 Bandwidth = _quantity("bandwidth", 1e6, 1e15)  # 1 MB/s .. 1 PB/s
 FlopRate = _quantity("flops", 1e6, 1e18)  # 1 MFLOP/s .. 1 EFLOP/s per device
 Duration = _quantity("duration", 1e-9, 3.2e7)  # 1 ns .. a year
+ReserveBytes = _quantity("size", 0.0, 1e13)  # 0 .. 10 TB: memory a framework holds besides tensors
 Id = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._+-]*$", max_length=80)]
 
 
@@ -146,8 +147,8 @@ class Efficiency(Strict):
     device_link: float = Field(gt=0, le=1, description="achievable fraction of link bandwidth")
     network: float = Field(gt=0, le=1, description="achievable fraction of inter-node bandwidth")
     collective_latency_s: Duration = Field(description="fixed latency of one collective")
-    memory_reserve_bytes: float = Field(
-        0.0, ge=0, description="memory the framework holds besides tensors (CUDA context, workspaces)"
+    memory_reserve_bytes: ReserveBytes = Field(
+        0.0, description="memory the framework holds besides tensors (CUDA context, workspaces), e.g. '1 GB'"
     )
     memory_reserve_fraction: float = Field(0.0, ge=0, lt=1, description="share of capacity lost to fragmentation")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.catalog.schema import Device, Efficiency, Instance
+from advisor.errors import UserError
 
 
 @dataclass
@@ -45,17 +46,30 @@ def _ring(kind: str, n: int) -> float:
     return 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
 
 
-def collective_time(kind: str, nbytes: float, per_node: int, nodes: int, fabric: Fabric) -> float:
-    """Seconds for one collective of `nbytes` (the full per-device message) over per_node × nodes ranks."""
+def collective_parts(kind: str, nbytes: float, per_node: int, nodes: int, fabric: Fabric) -> tuple[float, float]:
+    """(seconds inside the nodes, seconds between them) for one collective of `nbytes` (the full
+    per-device message) over per_node × nodes ranks. The fabrics must exist (check_fabric)."""
     if per_node * nodes <= 1 or nbytes <= 0:
-        return 0.0
-    seconds = 0.0
+        return 0.0, 0.0
+    intra = inter = 0.0
     if per_node > 1:
-        if fabric.intra_bw is None:
-            raise ValueError("multi-device node without a fabric")
-        seconds += fabric.latency_s + _ring(kind, per_node) * nbytes / fabric.intra_bw
+        intra = fabric.latency_s + _ring(kind, per_node) * nbytes / fabric.intra_bw
     if nodes > 1:
-        if fabric.inter_bw is None:
-            raise ValueError("multi-node job without a network")
-        seconds += fabric.latency_s + _ring(kind, nodes) * nbytes / fabric.inter_bw
-    return seconds
+        inter = fabric.latency_s + _ring(kind, nodes) * nbytes / fabric.inter_bw
+    return intra, inter
+
+
+def collective_time(kind: str, nbytes: float, per_node: int, nodes: int, fabric: Fabric) -> float:
+    """Seconds for one collective: the two levels run one after the other."""
+    return sum(collective_parts(kind, nbytes, per_node, nodes, fabric))
+
+
+def check_fabric(fabric: Fabric, per_node: int, nodes: int, where: str) -> None:
+    """A job on several devices needs links between them: say which are missing, as a UserError."""
+    if per_node > 1 and fabric.intra_bw is None:
+        raise UserError(
+            f"{where} has no link between its devices in the catalog, so {per_node} devices cannot be joined",
+            "use --count 1, or add a fabric (or device_link) to the catalog entry",
+        )
+    if nodes > 1 and fabric.inter_bw is None:
+        raise UserError(f"{where} has no network in the catalog, so --nodes {nodes} is impossible", "use --nodes 1")

@@ -2,23 +2,26 @@
 
     step = a · (t_fwd + t_bwd [+ t_fwd again with checkpointing]) + t_opt + exposed communication
 
-for `a` accumulation micro-batches of size b per device. Data parallel (DDP) all-reduces the gradients
-once per step, overlapped with the last backward pass as DDP's buckets do; the last bucket is never
-hidden. FSDP all-gathers the weights in the forward and again in the backward pass and reduce-scatters
-the gradients, each overlapped with the compute of its pass (prefetching), for every micro-batch.
+for `a` accumulation micro-batches of size b per device (b is the largest that fits, unless given). Data
+parallel (DDP) all-reduces the gradients once per step, overlapped with the last backward pass as DDP's
+buckets do; the last bucket is never hidden. FSDP all-gathers the weights in the forward and again in
+the backward pass and reduce-scatters the gradients, each overlapped with the compute of its pass
+(prefetching), for every micro-batch; each device steps the optimizer on its 1/N shard.
+Scaling efficiency = the step without communication ÷ the step with it. MFU counts forward and backward
+FLOPs (not the recompute) against the device's dense matrix peak in the compute dtype.
 """
 
 from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from advisor.catalog.schema import Catalog, Device, Efficiency, Instance
+from advisor.catalog.schema import DTYPES, Catalog, Device, Efficiency, Instance
 from advisor.errors import UserError
-from advisor.estimator.comm import Fabric, collective_time, fabric_for
+from advisor.estimator.comm import Fabric, check_fabric, collective_parts, collective_time, fabric_for
 from advisor.estimator.config import COMPUTE_DTYPE, DTYPE_BYTES, PARAM_BYTES, Config, Workload
-from advisor.estimator.memory import Memory, memory_for
+from advisor.estimator.memory import Memory, max_micro_batch, memory_for, repeated_blocks
 from advisor.estimator.roofline import byte_scale, effective_dtype, op_time
 
 DDP_BUCKET_BYTES = 25e6  # torch DistributedDataParallel's default bucket_cap_mb
@@ -35,11 +38,14 @@ class Phase(BaseModel):
 
 
 class Comm(BaseModel):
-    total_s: float
-    exposed_s: float
+    total_s: float = Field(description="all collectives of one step, hidden or not")
+    exposed_s: float = Field(description="the part not hidden behind compute")
+    intra_s: float = Field(0.0, description="of total_s, inside the nodes")
+    inter_s: float = Field(0.0, description="of total_s, between nodes")
     bytes_per_step: float
     intra: str
     inter: str
+    bound: str = Field("none", description="the fabric that takes longer: its type, or 'none'")
 
 
 class Estimate(BaseModel):
@@ -78,7 +84,10 @@ def phase_times(profile, device: Device, eff: Efficiency, precision: str, micro:
         dtype = effective_dtype(op.dtype, op.category, profile.precision, precision)
         scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
         nbytes = (op.bytes_read.at(micro) + op.bytes_written.at(micro)) * scale
-        t = op_time(device, eff, op.flops.at(micro), nbytes, op.count, op.category, dtype)
+        # integer and bool ops (BatchNorm's step counter, index arithmetic) have no catalog peak: the
+        # vector units' fp32 rate stands in for them
+        peak_dtype = dtype if dtype in DTYPES else "fp32"
+        t = op_time(device, eff, op.flops.at(micro), nbytes, op.count, op.category, peak_dtype)
         acc = sums.setdefault(op.phase, [0.0] * 6)
         for i, value in enumerate((t.seconds, t.compute_s, t.memory_s, t.overhead_s, t.flops, t.bytes)):
             acc[i] += value
@@ -105,42 +114,39 @@ def check_precision(device: Device, precision: str) -> None:
 
 
 def _comm(profile, config: Config, fabric: Fabric, phases: dict[str, Phase], accum: int) -> Comm:
-    world, per_node, nodes = config.world, config.devices_per_node, config.nodes
-    params = profile.parameters
-    if world <= 1 or config.strategy == "single":
+    per_node, nodes = config.devices_per_node, config.nodes
+    if config.world <= 1 or config.strategy == "single":
         return Comm(total_s=0, exposed_s=0, bytes_per_step=0, intra=fabric.intra_type, inter=fabric.inter_type)
     grad_bytes = profile.trainable_parameters * PARAM_BYTES[config.precision]
     fwd, bwd = phases["forward"].seconds, phases["backward"].seconds
     if config.strategy == "ddp":
-        total = collective_time("all_reduce", grad_bytes, per_node, nodes, fabric)
+        # once per step (no_sync on the other micro-batches), bucket by bucket during the last backward
+        intra, inter = collective_parts("all_reduce", grad_bytes, per_node, nodes, fabric)
+        total = intra + inter
         last_bucket = collective_time("all_reduce", min(DDP_BUCKET_BYTES, grad_bytes), per_node, nodes, fabric)
         exposed = max(total - bwd, last_bucket)
         moved = grad_bytes
     else:  # fsdp: per micro-batch, all-gather (fwd), all-gather (bwd), reduce-scatter (bwd)
-        weights = params * DTYPE_BYTES[COMPUTE_DTYPE[config.precision]]
-        gather = collective_time("all_gather", weights, per_node, nodes, fabric)
-        scatter = collective_time("reduce_scatter", grad_bytes, per_node, nodes, fabric)
+        weights = profile.parameters * DTYPE_BYTES[COMPUTE_DTYPE[config.precision]]
+        g_intra, g_inter = collective_parts("all_gather", weights, per_node, nodes, fabric)
+        s_intra, s_inter = collective_parts("reduce_scatter", grad_bytes, per_node, nodes, fabric)
+        gather, scatter = g_intra + g_inter, s_intra + s_inter
         per_micro = max(0.0, gather - fwd) + max(0.0, gather + scatter - bwd)
-        total = accum * (2 * gather + scatter)
+        intra, inter = accum * (2 * g_intra + s_intra), accum * (2 * g_inter + s_inter)
+        total = intra + inter
         exposed = accum * per_micro
         moved = accum * (2 * weights + grad_bytes)
+    bound = fabric.inter_type if inter > intra else fabric.intra_type
     return Comm(
-        total_s=total, exposed_s=exposed, bytes_per_step=moved, intra=fabric.intra_type, inter=fabric.inter_type
+        total_s=total,
+        exposed_s=exposed,
+        intra_s=intra,
+        inter_s=inter,
+        bytes_per_step=moved,
+        intra=fabric.intra_type,
+        inter=fabric.inter_type,
+        bound=bound,
     )
-
-
-def _fit_micro_batch(profile, config, device, eff, instance, per_device: int) -> int:
-    """The largest micro-batch ≤ per_device that fits in memory (memory grows with the batch)."""
-    lo, hi = 1, max(per_device, 1)
-    if not memory_for(profile, config, device, eff, instance, lo).fits:
-        return 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if memory_for(profile, config, device, eff, instance, mid).fits:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def billed_cost(seconds: float, hourly: float, nodes: int, instance: Instance) -> float:
@@ -155,7 +161,7 @@ def steps_for(profile, workload: Workload | None, global_batch: int) -> float | 
     if workload is None or workload.empty():
         return None
     if workload.steps is not None:
-        return workload.steps
+        return math.ceil(workload.steps)
     if workload.samples is not None:
         return math.ceil(workload.samples * (workload.epochs or 1) / global_batch)
     if not profile.tokens_per_sample:
@@ -164,6 +170,66 @@ def steps_for(profile, workload: Workload | None, global_batch: int) -> float | 
             "give --samples or --steps",
         )
     return math.ceil(workload.tokens / (global_batch * profile.tokens_per_sample))
+
+
+def host_share(device: Device, instance: Instance | None) -> float:
+    """A CPU instance holds `device_count` sockets (0.33 of one for a small VM): it is one device whose
+    peaks and bandwidth are that multiple of the socket's. 1 for everything else."""
+    if device.kind == "cpu" and instance is not None:
+        return instance.device_count
+    return 1.0
+
+
+def scaled_device(device: Device, factor: float) -> Device:
+    if factor == 1.0:
+        return device
+
+    def scale(peaks):
+        return peaks.model_copy(update={d: peaks.get(d) * factor for d in peaks.dtypes()})
+
+    return device.model_copy(
+        update={
+            "matrix_flops": scale(device.matrix_flops),
+            "vector_flops": scale(device.vector_flops),
+            "memory_bandwidth": device.memory_bandwidth * factor,
+        }
+    )
+
+
+def _batches(profile, config: Config, fit) -> tuple[int, int, int, list[str]]:
+    """(micro-batch, accumulation, global batch, notes). Without --global-batch each device takes
+    --micro-batch, else the profile's batch size. The micro-batch is the largest that fits, then evened out so that the
+    accumulation steps pad the global batch as little as possible."""
+    world, notes = config.world, []
+    if config.global_batch is not None and config.global_batch < world:
+        raise UserError(
+            f"--global-batch {config.global_batch} is smaller than the {world} devices (each needs a sample)",
+            f"use --global-batch {world} or more, or fewer devices",
+        )
+    if config.global_batch:
+        per_device = math.ceil(config.global_batch / world)
+    else:  # the micro-batch asked for, else the batch the model was profiled at, on every device
+        per_device = config.micro_batch or profile.batch_size
+    if config.micro_batch is not None:
+        if config.micro_batch > per_device:
+            raise UserError(
+                f"contradictory batch: micro-batch {config.micro_batch} × {world} devices is more than "
+                f"the global batch {config.global_batch or per_device * world}",
+                "lower --micro-batch or raise --global-batch",
+            )
+        micro = config.micro_batch
+    else:
+        micro = fit(per_device)
+    accum = math.ceil(per_device / micro)
+    if config.micro_batch is None:
+        micro = math.ceil(per_device / accum)  # same accumulation, least padding
+    global_batch = micro * accum * world
+    asked = config.global_batch or per_device * world
+    if global_batch != asked:
+        notes.append(f"global batch {asked} runs as {global_batch} (micro-batch {micro} × {accum} × {world})")
+    if accum > 1:
+        notes.append(f"per-device batch {per_device} does not fit: micro-batch {micro}, {accum} accumulation steps")
+    return micro, accum, global_batch, notes
 
 
 def estimate(
@@ -177,23 +243,25 @@ def estimate(
     instance = catalog.instances.get(config.instance) if config.instance else None
     check_precision(device, config.precision)
     assumptions: list[str] = []
+    share = host_share(device, instance)
+    if share != 1.0:
+        device = scaled_device(device, share)
+        assumptions.append(f"{instance.id} holds {share:g} {device.id} sockets: peaks and bandwidth × {share:g}")
     if config.world > 1 and config.strategy == "single":
         config = config.model_copy(update={"strategy": "ddp"})
         assumptions.append("more than one device: data parallel (DDP)")
-    world = config.world
-    per_device = (config.global_batch + world - 1) // world if config.global_batch else None
-    if config.micro_batch:
-        micro = config.micro_batch
-    else:
-        micro = _fit_micro_batch(profile, config, device, eff, instance, per_device or profile.batch_size)
-    accum = max(1, math.ceil(per_device / micro)) if per_device else 1
-    global_batch = config.global_batch or micro * world
-    if per_device and micro * accum * world != global_batch:
-        assumptions.append(
-            f"global batch {global_batch} runs as {micro * accum * world} (micro-batch {micro} × {accum} × {world})"
-        )
-        global_batch = micro * accum * world
-    key = (device.id, eff.id, config.precision, micro)
+    fabric = fabric_for(device, eff, instance, config.devices_per_node)
+    check_fabric(fabric, config.devices_per_node, config.nodes, instance.id if instance else device.id)
+    blocks = cache.get(("blocks",)) if cache is not None else None
+    if blocks is None:
+        blocks = repeated_blocks(profile)
+        if cache is not None:
+            cache[("blocks",)] = blocks
+    micro, accum, global_batch, notes = _batches(
+        profile, config, lambda limit: max_micro_batch(profile, config, device, eff, instance, limit, blocks)
+    )
+    assumptions += notes
+    key = (device.id, eff.id, config.precision, micro, share)
     phases = cache.get(key) if cache is not None else None
     if phases is None:
         phases = phase_times(profile, device, eff, config.precision, micro)
@@ -201,22 +269,30 @@ def estimate(
             cache[key] = phases
     fwd, bwd, opt = phases["forward"], phases["backward"], phases["optimizer"]
     compute_pass = fwd.seconds + bwd.seconds + (fwd.seconds if config.checkpointing else 0.0)
-    opt_s = opt.seconds / (world if config.strategy == "fsdp" else 1)
-    fabric = fabric_for(device, eff, instance, config.devices_per_node)
+    opt_s = opt.seconds / (config.world if config.strategy == "fsdp" else 1)
     comm = _comm(profile, config, fabric, phases, accum)
     step = accum * compute_pass + opt_s + comm.exposed_s
-    recompute = fwd.seconds if config.checkpointing else 0.0
     parts = [fwd, bwd] + ([fwd] if config.checkpointing else [])
-    compute_s = accum * sum(p.compute_s for p in parts) + opt.compute_s
-    memory_s = accum * sum(p.memory_s for p in parts) + opt.memory_s
-    overhead_s = accum * sum(p.overhead_s for p in parts) + opt.overhead_s
+    opt_share = opt_s / opt.seconds if opt.seconds else 1.0
+    compute_s = accum * sum(p.compute_s for p in parts) + opt.compute_s * opt_share
+    memory_s = accum * sum(p.memory_s for p in parts) + opt.memory_s * opt_share
+    overhead_s = accum * sum(p.overhead_s for p in parts) + opt.overhead_s * opt_share
+    world = config.world
     model_flops = world * accum * (fwd.flops + bwd.flops)  # recompute is not useful work
-    peak = device.peak(COMPUTE_DTYPE[config.precision], "matrix") or device.peak("fp32", "vector") or 1.0
+    peak = device.peak(COMPUTE_DTYPE[config.precision], "matrix") or device.peak("fp32", "matrix")
+    peak = peak or device.peak("fp32", "vector")
     mfu = model_flops / (step * world * peak) if step > 0 else 0.0
-    single = accum * compute_pass + opt.seconds
-    memory = memory_for(profile, config, device, eff, instance, micro)
-    if recompute:
-        phases = {**phases, "recompute": fwd}
+    single = accum * compute_pass + opt_s  # the same per-device work without communication
+    memory = memory_for(profile, config, device, eff, instance, micro, blocks)
+    if not memory.fits:
+        assumptions.append("does NOT fit in memory: try --checkpointing, --strategy fsdp or more devices")
+    shown = dict(phases)
+    if config.checkpointing:
+        shown = {"forward": fwd, "backward": bwd, "recompute": fwd, "optimizer": opt}
+    if opt_s != opt.seconds:
+        shown["optimizer"] = opt.model_copy(
+            update={k: getattr(opt, k) * opt_share for k in ("seconds", "compute_s", "memory_s", "overhead_s")}
+        )
     est = Estimate(
         config=config,
         device=device.id,
@@ -225,7 +301,7 @@ def estimate(
         accumulation=accum,
         global_batch=global_batch,
         step_time_s=step,
-        phases=phases,
+        phases=shown,
         compute_s=compute_s,
         memory_bound_s=memory_s,
         overhead_s=overhead_s,
@@ -234,7 +310,7 @@ def estimate(
         mfu=mfu,
         scaling_efficiency=single / step if step > 0 else 1.0,
         memory=memory,
-        assumptions=assumptions + _assumptions(device, eff, config, profile),
+        assumptions=assumptions + _assumptions(device, eff, config, profile, fabric, peak, blocks),
     )
     steps = steps_for(profile, workload, global_batch)
     if steps is not None:
@@ -242,19 +318,38 @@ def estimate(
         est.total_time_s = steps * step
         if instance is not None:
             hourly = instance.hourly_usd(spot=config.spot)
-            if hourly is not None:
+            if hourly is None:
+                est.assumptions.append(f"{instance.id} has no {'spot' if config.spot else 'on-demand'} price: no cost")
+            else:
                 est.node_usd_per_hour = hourly
                 est.cost_usd = billed_cost(est.total_time_s, hourly, config.nodes, instance)
     return est
 
 
-def _assumptions(device: Device, eff: Efficiency, config: Config, profile) -> list[str]:
+def _assumptions(device: Device, eff: Efficiency, config: Config, profile, fabric: Fabric, peak, blocks) -> list[str]:
+    dtype = COMPUTE_DTYPE[config.precision]
     out = [
-        f"peaks: {device.name} datasheet ({device.source}, as of {device.as_of})",
-        f"efficiency profile {eff.id}: {eff.note}",
-        f"per-op overhead {eff.op_overhead_s * 1e6:.3g} µs",
+        f"datasheet: {device.name}: {dtype} matrix peak {peak / 1e12:.4g} TFLOP/s, memory bandwidth "
+        f"{device.memory_bandwidth / 1e9:.4g} GB/s ({device.source}, as of {device.as_of})",
+        f"efficiency profile {eff.id}: top matmul {eff.matrix[-1].efficiency:g}, top bandwidth "
+        f"{eff.memory[-1].efficiency:g}, per-op overhead {eff.op_overhead_s * 1e6:.3g} µs; {eff.note}",
+        f"memory reserve {eff.memory_reserve_bytes / 1e9:.3g} GB + {100 * eff.memory_reserve_fraction:.3g} % of "
+        "capacity (context, workspaces, fragmentation)",
     ]
-    if COMPUTE_DTYPE[config.precision] == "tf32" and "tf32" not in device.dtypes():
+    if config.world > 1:
+        link = []
+        if fabric.intra_bw is not None and config.devices_per_node > 1:
+            link.append(f"{fabric.intra_type} {fabric.intra_bw / 1e9:.4g} GB/s achievable per direction")
+        if fabric.inter_bw is not None and config.nodes > 1:
+            link.append(f"{fabric.inter_type} {fabric.inter_bw / 1e9:.4g} GB/s achievable per node")
+        out.append(
+            f"collectives: ring, α {fabric.latency_s * 1e6:.3g} µs, {'; '.join(link)}; hierarchical across nodes"
+        )
+    if config.strategy == "fsdp" and config.world > 1:
+        out.append(f"FSDP units: {blocks} repeated blocks from the profile's module names; weights gathered in {dtype}")
+    if config.checkpointing:
+        out.append("activation checkpointing: one more forward pass; the profile's checkpoint_bytes are kept")
+    if dtype == "tf32" and "tf32" not in device.dtypes():
         out.append(f"{device.id} has no tf32: matrix ops run in fp32")
     if profile.precision != config.precision:
         out.append(f"profile made under {profile.precision}, estimated under {config.precision}: dtypes remapped")

@@ -33,18 +33,25 @@ def print_estimate(est: Estimate, profile_name: str) -> None:
         step.add_row(
             name, units.fmt_duration(phase.seconds * reps), _pct(phase.seconds * reps, est.step_time_s), phase.bound
         )
-    step.add_row(
-        "communication (exposed)",
-        units.fmt_duration(est.comm.exposed_s),
-        _pct(est.comm.exposed_s, est.step_time_s),
-        f"{est.comm.intra} / {est.comm.inter}; {units.fmt_duration(est.comm.total_s)} in all",
-    )
+    comm = est.comm
+    if comm.total_s > 0:
+        hidden = _pct(comm.total_s - comm.exposed_s, comm.total_s)
+        step.add_row(
+            "communication (exposed)",
+            units.fmt_duration(comm.exposed_s),
+            _pct(comm.exposed_s, est.step_time_s),
+            f"{comm.bound}; {units.fmt_duration(comm.total_s)} in all, {hidden} hidden",
+        )
     step.add_row("[bold]step[/bold]", f"[bold]{units.fmt_duration(est.step_time_s)}[/bold]", "100 %", "")
     console.print(step)
     console.print(
-        f"compute-bound {units.fmt_duration(est.compute_s)}, memory-bound {units.fmt_duration(est.memory_bound_s)}, "
-        f"per-op overhead {units.fmt_duration(est.overhead_s)}; MFU {100 * est.mfu:.1f} %; "
-        f"{est.samples_per_s:,.1f} samples/s; scaling efficiency {100 * est.scaling_efficiency:.0f} %"
+        f"of which compute-bound {units.fmt_duration(est.compute_s)}, memory-bound "
+        f"{units.fmt_duration(est.memory_bound_s)}, per-op overhead {units.fmt_duration(est.overhead_s)}, "
+        f"exposed communication {units.fmt_duration(comm.exposed_s)}"
+    )
+    console.print(
+        f"MFU {100 * est.mfu:.1f} %; {est.samples_per_s:,.1f} samples/s; "
+        f"scaling efficiency {100 * est.scaling_efficiency:.0f} %"
     )
     m = est.memory
     mem = Table(title="memory per device", title_justify="left")
@@ -75,6 +82,8 @@ def print_estimate(est: Estimate, profile_name: str) -> None:
                 "billing granularity applied)"
             )
         console.print(line)
+    else:
+        console.print("no workload given (--samples with --epochs, --steps or --tokens): one step only")
     console.print("assumptions:")
     for item in est.assumptions:
-        console.print(f"  - {item}", soft_wrap=True)
+        console.print(f"  - {item}", overflow="fold")

@@ -89,7 +89,7 @@ def roofline_png(profile, device, efficiency, precision: str, path: Path, batch:
     x = arithmetic intensity (FLOPs per byte), y = achieved FLOP/s under the estimator's per-op model, with
     the datasheet peaks (matrix and vector, in the precision's dtype) and the memory-bandwidth slope."""
     from advisor.estimator.config import COMPUTE_DTYPE
-    from advisor.estimator.roofline import byte_scale, effective_dtype, op_time
+    from advisor.estimator.roofline import byte_scale, effective_dtype, op_time, peak_for
 
     plt = require_matplotlib()
     batch = batch or profile.batch_size
@@ -108,20 +108,17 @@ def roofline_png(profile, device, efficiency, precision: str, path: Path, batch:
     xs = [x for group in points.values() for x, _ in group] or [1.0]
     lo, hi = min(xs) / 4, max(xs) * 4
     bw = device.memory_bandwidth
-    peaks = [
-        ("matrix", device.peak(dtype, "matrix")),
-        ("vector", device.peak("fp32" if dtype == "tf32" else dtype, "vector")),
-    ]
-    for label, peak in peaks:
-        if not peak:
+    matrix_peak, _ = peak_for(device, dtype, "matrix")
+    vector_peak, _ = peak_for(device, dtype, "vector")
+    lines = [("matrix", matrix_peak, "darkgreen"), ("vector", vector_peak, "navy")]
+    for label, peak, color in lines:
+        if not peak or (label == "vector" and peak == matrix_peak):
             continue
         ridge = peak / bw
         ax.plot(
-            [lo, ridge, max(hi, ridge * 4)],
-            [lo * bw, peak, peak],
-            lw=1.5,
-            label=f"{label} peak {units.fmt_flops(peak)} ({dtype})",
-        )
+            [lo, ridge, max(hi, ridge * 4)], [lo * bw, peak, peak], lw=1.5, color=color,
+            label=f"{label} peak {units.fmt_flops(peak)}, ridge at {ridge:.3g} FLOP/B",
+        )  # fmt: skip
     colors = {"matrix": "tab:green", "vector": "tab:blue", "memory": "tab:gray"}
     for category, group in points.items():
         if group:

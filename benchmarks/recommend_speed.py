@@ -64,7 +64,8 @@ def end_to_end(profile_path: str, repeat: int) -> None:
             print(result.stderr)
             return
     print(
-        f"advisor recommend {Path(profile_path).stem} --tokens 10B --deadline 3d: median {statistics.median(times):.2f} s, "
+        f"advisor recommend {Path(profile_path).stem} --tokens 10B --deadline 3d: "
+        f"median {statistics.median(times):.2f} s, "
         f"best {min(times):.2f} s end to end (interpreter start included); torch imported: {torch_seen}"
     )
 

@@ -289,3 +289,16 @@ def test_export_dates_come_from_the_catalog():
     assert rec.catalog_as_of == {"oldest": "2026-01-01", "newest": "2026-01-01"}
     assert rec.question.profile_sha256 == "ab" * 32
     assert dt.date.fromisoformat(rec.catalog_as_of["oldest"])
+
+
+def test_memory_shortcut_agrees_with_estimate():
+    from advisor.estimator.config import Config
+    from advisor.estimator.estimate import estimate
+    from advisor.recommender.fastpath import too_big
+
+    cat = tiny_catalog()
+    config = Config(device="gpu-a", instance="inst-a", precision="bf16-mixed")
+    for per_sample, fits in ((50e9, False), (1e6, True)):  # 50 GB of activations on a 10 GB device; 1 MB
+        prof = tiny_profile(activation_per_sample=per_sample)
+        overflow = too_big(prof, config, cat.devices["gpu-a"], cat.efficiency["test-eff"], {})
+        assert (overflow is None) == fits == estimate(prof, cat, config, Workload(steps=1)).memory.fits

@@ -17,7 +17,7 @@ from advisor.estimator.config import Config, Workload
 from advisor.estimator.estimate import billed_cost, estimate
 from advisor.recommender.candidates import Candidate, enumerate_candidates
 from advisor.recommender.explain import explain
-from advisor.recommender.fastpath import fit_micro_batch
+from advisor.recommender.fastpath import too_big
 from advisor.recommender.model import Constraints, Option, Question, Recommendation, Rejections, Row
 
 
@@ -125,17 +125,13 @@ def evaluate(profile, catalog: Catalog, workload: Workload, constraints: Constra
             global_batch=constraints.global_batch,
         )
         try:
-            gb = constraints.global_batch
-            per_device = -(-gb // cand.world) if gb else profile.batch_size
             eff = catalog.efficiency[cand.device.efficiency]
-            micro, too_big = fit_micro_batch(profile, config, cand.device, eff, cand.instance, per_device, fits)
-            est = None
-            if too_big is None:
-                est = estimate(profile, catalog, config.model_copy(update={"micro_batch": micro}), workload, cache)
+            overflow = too_big(profile, config, cand.device, eff, fits)
+            est = None if overflow is not None else estimate(profile, catalog, config, workload, cache)
         except (UserError, ValueError) as exc:
             rejected("cannot estimate", f"{cand.label()}: {exc}")
             continue
-        mem = too_big or est.memory
+        mem = overflow or est.memory
         if est is not None:
             estimated += 1
             seen = notes.setdefault(cand.device.id, {})

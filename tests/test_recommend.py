@@ -302,3 +302,19 @@ def test_memory_shortcut_agrees_with_estimate():
         prof = tiny_profile(activation_per_sample=per_sample)
         overflow = too_big(prof, config, cat.devices["gpu-a"], cat.efficiency["test-eff"], {})
         assert (overflow is None) == fits == estimate(prof, cat, config, Workload(steps=1)).memory.fits
+
+
+def test_unsupported_precision_is_a_recorded_rejection():
+    # the test devices compute bf16 and fp32 on their matrix units, not fp16
+    rec = recommend(tiny_profile(), tiny_catalog(), Workload(steps=10), Constraints(precisions=["fp16-mixed"]))
+    assert rec.rejections.counts == {"precision unsupported": 4}  # 2 instances × checkpointing on/off
+    assert rec.explanation.binding == ["filters"]
+    assert "allow other precisions (--precision)" in rec.explanation.relax
+
+
+def test_default_precisions_skip_duplicates():
+    from advisor.recommender.candidates import default_precisions
+
+    cat = tiny_catalog()
+    # no tf32 on the test device; bf16 present, so fp16-mixed (same rate) is not tried as well
+    assert default_precisions(cat.devices["gpu-a"]) == ["fp32", "bf16-mixed"]

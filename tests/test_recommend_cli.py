@@ -107,7 +107,9 @@ def test_compare_shows_each_kind(world):
         "compare", str(prof), "--steps", "1000", "--providers", "testcloud", "--catalog", str(overlay), "-f", "json"
     )
     assert result.returncode == 0, result.stderr
-    rows = {r["kind"]: r for r in json.loads(result.stdout)["rows"]}
+    data = json.loads(result.stdout)
+    rows = {r["kind"]: r for r in data["rows"]}
+    assert data["winner"] == "gpu" and data["verdict"].startswith("GPU wins on cost: inst-a")
     assert rows["gpu"]["best"]["instance"] == "inst-a"  # the cheapest: $3.00
     assert rows["gpu"]["fastest"]["instance"] == "inst-b"  # 1,500 s
     assert "best" not in rows["tpu"]  # filtered to testcloud: no TPU

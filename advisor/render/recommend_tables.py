@@ -138,3 +138,5 @@ def print_comparison(result) -> None:
             row.note,
         )
     console.print(table)
+    if result.verdict:
+        console.print(f"[bold]answer[/bold]: {result.verdict}", soft_wrap=True)

@@ -1,0 +1,57 @@
+"""`advisor compare PROFILE --samples 1.28M --epochs 90`: best CPU, GPU, TPU and accelerator side by side."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from advisor.cli.common import CatalogOpt, FormatOpt
+from advisor.cli.recommend import (
+    Budget,
+    Deadline,
+    Epochs,
+    GlobalBatch,
+    MaxDevices,
+    Objective,
+    Precision,
+    Pricing,
+    Providers,
+    Samples,
+    Steps,
+    Tokens,
+    build_question,
+)  # fmt: skip
+from advisor.render.output import Format, emit
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compare")
+    def compare_cmd(
+        profile: Annotated[str, typer.Argument(help="A profile YAML, or the name of a shipped profile.")],
+        samples: Samples = None,
+        epochs: Epochs = None,
+        steps: Steps = None,
+        tokens: Tokens = None,
+        deadline: Deadline = None,
+        budget: Budget = None,
+        objective: Objective = None,
+        providers: Providers = None,
+        max_devices: MaxDevices = 512,
+        pricing: Pricing = "on-demand",
+        precision: Precision = None,
+        global_batch: GlobalBatch = None,
+        catalog: CatalogOpt = None,
+        fmt: FormatOpt = Format.table,
+    ) -> None:
+        """The best CPU, GPU, TPU and other-accelerator option for PROFILE side by side, in hours and dollars:
+        do I need a GPU for this?"""
+        cat, prof, workload, constraints = build_question(
+            profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, None,
+            max_devices, pricing, precision, global_batch, catalog,
+        )  # fmt: skip
+        from advisor.recommender.compare import compare
+        from advisor.render.recommend_tables import print_comparison
+
+        result = compare(prof, cat, workload, constraints)
+        emit(result, fmt, lambda: print_comparison(result))

@@ -1,0 +1,140 @@
+"""What a recommendation is: the question asked, the ranked options, the rejections and, when nothing
+qualifies, the explanation. Plain pydantic values, so the table, JSON, YAML and the export agree."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Objective = Literal["cost", "time"]
+PricingChoice = Literal["on-demand", "spot", "both"]
+
+
+class Constraints(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    deadline_s: float | None = Field(None, gt=0)
+    budget_usd: float | None = Field(None, gt=0)
+    objective: Objective = "cost"
+    providers: list[str] = []
+    devices: list[str] = Field([], description="device ids the --devices filter allowed (empty: all)")
+    device_filter: list[str] = Field([], description="the --devices terms as given")
+    max_devices: int = Field(512, ge=1)
+    pricing: PricingChoice = "on-demand"
+    precisions: list[str] = []
+    global_batch: int | None = Field(None, ge=1)
+
+
+class Option(BaseModel):
+    """One estimated configuration with its price: everything the table and the exports show."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rank: int | None = None
+    provider: str
+    instance: str
+    instance_name: str
+    region: str
+    device: str
+    device_kind: str
+    nodes: int
+    devices_per_node: int
+    devices: int
+    precision: str
+    strategy: str
+    checkpointing: bool
+    pricing: Literal["on-demand", "spot"]
+    step_time_s: float
+    total_time_s: float
+    cost_usd: float
+    usd_per_hour: float = Field(description="all nodes together")
+    steps: float
+    micro_batch: int
+    accumulation: int
+    global_batch: int
+    mfu: float
+    memory_bytes: float
+    memory_capacity_bytes: float | None = None
+    memory_headroom_bytes: float | None = None
+    pareto: bool = False
+    meets_deadline: bool = True
+    within_budget: bool = True
+
+    def label(self) -> str:
+        layout = f"{self.nodes}×{self.devices_per_node} {self.device}"
+        ckpt = ", ckpt" if self.checkpointing else ""
+        return f"{self.instance} ({layout}, {self.precision}, {self.strategy}{ckpt}, {self.pricing})"
+
+
+def _row_label(self) -> str:
+    return Option.label(self)  # type: ignore[arg-type]
+
+
+def _to_option(self) -> Option:
+    return Option(**{name: getattr(self, name) for name in OPTION_FIELDS})
+
+
+OPTION_FIELDS = tuple(Option.model_fields)
+# The same fields as a plain slotted dataclass: what the recommender makes for each of thousands of
+# candidates (a pydantic model costs ~25 µs to build even unvalidated). Only the options that are shown or
+# exported become `Option`s, through `to_option()`.
+Row = dataclasses.make_dataclass(
+    "Row",
+    [(name, Any) for name in OPTION_FIELDS],
+    slots=True,
+    namespace={"label": _row_label, "to_option": _to_option},
+)
+
+
+class Rejections(BaseModel):
+    """Candidates that were dropped, counted by reason, with a few examples of each."""
+
+    counts: dict[str, int] = {}
+    examples: dict[str, list[str]] = {}
+
+    def add(self, reason: str, example: str, n: int = 1, keep: int = 3) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + n
+        shown = self.examples.setdefault(reason, [])
+        if len(shown) < keep:
+            shown.append(example)
+
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+class Explanation(BaseModel):
+    """Why nothing qualified, and what would change that."""
+
+    binding: list[str] = Field(description="the constraints that rule every option out")
+    summary: str
+    fastest: Option | None = None
+    cheapest: Option | None = None
+    relax: list[str] = []
+
+
+class Question(BaseModel):
+    profile: str
+    profile_sha256: str
+    parameters: int
+    workload: dict
+    workload_text: str
+    constraints: Constraints
+
+
+class Recommendation(BaseModel):
+    question: Question
+    catalog_as_of: dict[str, str] = Field(description="oldest and newest as-of dates of the catalog entries")
+    catalog_overrides: list[str] = []
+    assumptions: list[str] = []
+    candidates: int = Field(description="configurations considered")
+    estimated: int = Field(description="configurations estimated (the rest were filtered before)")
+    qualifying: int
+    options: list[Option] = Field(description="the best qualifying options, ranked")
+    pareto: list[Option] = Field([], description="time-cost Pareto front of every option that fits in memory")
+    rejections: Rejections
+    explanation: Explanation | None = None
+    elapsed_s: float = 0.0
+    # every option that fits in memory and has a price (Rows), for plots and comparisons; not exported
+    feasible: list[Any] = Field([], exclude=True)

@@ -1,0 +1,50 @@
+"""The recommendation as a YAML file people can keep, diff and read back (`advisor show recs.yaml`).
+
+The file holds the question (profile name and the model file's sha256, workload, constraints), the
+catalog's as-of dates, the assumptions, the ranked options with every field, the Pareto front, the
+rejections by reason and, when nothing qualified, the explanation. Written atomically.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from advisor.errors import UserError
+from advisor.render.output import dump_yaml, plain, write_atomic
+
+KIND = "advisor-recommendation"
+VERSION = 1
+
+
+def export_data(rec) -> dict:
+    from advisor import __version__
+
+    return {"kind": KIND, "version": VERSION, "advisor_version": __version__, **plain(rec)}
+
+
+def write_export(rec, path: Path) -> Path:
+    return write_atomic(Path(path), dump_yaml(export_data(rec)), "--export")
+
+
+def read_export(path: Path):
+    """A Recommendation read back from an export; UserError for anything else."""
+    from advisor.catalog.load import read_yaml
+    from advisor.recommender.model import Recommendation
+
+    data = read_yaml(Path(path))
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        raise UserError(
+            f"{path}: not an advisor recommendation export (no 'kind: {KIND}')",
+            "give a file written by 'advisor recommend --export'",
+        )
+    if data.get("version") != VERSION:
+        raise UserError(f"{path}: export version {data.get('version')!r}, this advisor reads {VERSION}", "re-export it")
+    body = {k: v for k, v in data.items() if k not in ("kind", "version", "advisor_version")}
+    try:
+        return Recommendation.model_validate(body)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise UserError(f"{path}: invalid export: {where}: {err['msg']}", "re-export it") from None

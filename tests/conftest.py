@@ -38,8 +38,10 @@ def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> N
 
 
 @pytest.fixture(autouse=True)
-def _no_env_overlay(monkeypatch):
+def _no_env_overlay(monkeypatch, tmp_path_factory):
+    # Neither $ADVISOR_CATALOG nor a calibration the developer made (~/.config/advisor/catalog) reaches a test.
     monkeypatch.delenv("ADVISOR_CATALOG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
     from advisor.catalog import load
 
     load._load_cached.cache_clear()

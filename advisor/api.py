@@ -2,7 +2,7 @@
 
     from advisor import api
     cat = api.catalog()
-    prof = api.profile_from("gpt2-124m")
+    prof = api.profile_from("gpt2_124m")
     est = api.estimate(prof, "p5.48xlarge", tokens=10e9)
     print(est.step_time_s, est.cost_usd)
 

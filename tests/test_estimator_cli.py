@@ -60,3 +60,16 @@ def test_profile_of_another_schema_version(tmp_path, prof):
     old = tmp_path / "old.yaml"
     old.write_text(open(prof).read().replace("schema_version: 1", "schema_version: 0"))
     assert_user_error(run_cli("estimate", str(old), "-H", "h100"), "schema_version 0", "version 1")
+
+
+def test_estimate_plot_draws_the_roofline(prof, tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "roof.png"
+    res = run_cli("estimate", prof, "-H", "h100", "--steps", "10", "--plot", str(png))
+    assert res.returncode == 0, res.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_estimate_plot_into_a_missing_folder_fails_first(prof, tmp_path):
+    res = run_cli("estimate", prof, "-H", "h100", "--plot", str(tmp_path / "nope" / "roof.png"))
+    assert_user_error(res, "--plot folder", "does not exist")

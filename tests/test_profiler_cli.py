@@ -139,3 +139,20 @@ def test_load_profile_errors(tmp_path):
     with pytest.raises(UserError) as info:
         load_profile(f)
     assert "q.yaml: invalid profile" in str(info.value)
+
+
+def test_profile_plot_draws_a_png_on_the_named_hardware(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "roof.png"
+    r = run_cli("profile", str(MODELS / "tiny_mlp.py"), "--device", "meta", "-o", str(tmp_path / "p.yaml"),
+                "--plot", str(png), "--plot-hardware", "h100")
+    assert r.returncode == 0, r.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_profile_plot_on_meta_without_hardware_fails_before_work(tmp_path):
+    out = tmp_path / "p.yaml"
+    r = run_cli("profile", str(MODELS / "tiny_mlp.py"), "--device", "meta", "-o", str(out),
+                "--plot", str(tmp_path / "roof.png"))
+    assert_user_error(r, "--plot-hardware")
+    assert not out.exists()

@@ -23,6 +23,29 @@ CatalogOpt = Annotated[
 ]
 
 
+PlotOpt = Annotated[
+    Path | None,
+    typer.Option("--plot", help="Also draw the profile's ops on the device's roofline (PNG; needs matplotlib)."),
+]
+
+
+def check_plot(path: Path | None) -> None:
+    """Before any work: the PNG path can be written and matplotlib is there."""
+    if path is not None:
+        from advisor.render.output import check_writable
+        from advisor.render.plots import require_matplotlib
+
+        check_writable(path, "--plot")
+        require_matplotlib()
+
+
+def plot_roofline(path: Path, profile, device, cat, precision: str, batch: int | None = None) -> None:
+    from advisor.render.plots import roofline_png
+
+    roofline_png(profile, device, cat.efficiency[device.efficiency], precision, path, batch=batch)
+    note(f"roofline plot written to {path}")
+
+
 def fail(message: str, code: int = 2) -> None:
     sys.stderr.write(f"error: {message}\n")
     raise SystemExit(code)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt
+from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_plot, plot_roofline
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
 
@@ -63,6 +63,7 @@ def register(app: typer.Typer) -> None:
         tokens: Annotated[str | None, typer.Option(help="Training tokens ('10B'); needs a token model.")] = None,
         pricing: Annotated[str, typer.Option(help="on-demand or spot.")] = "on-demand",
         catalog: CatalogOpt = None,
+        plot: PlotOpt = None,
         fmt: FormatOpt = Format.table,
     ) -> None:
         """Estimate step time, memory per device, total time and cost of training on one configuration."""
@@ -76,6 +77,7 @@ def register(app: typer.Typer) -> None:
             if value is not None and value < 1:
                 raise UserError(f"{option} must be at least 1, got {value}")
         work = parse_workload(samples, epochs, steps, tokens)
+        check_plot(plot)
         cat = api.catalog(catalog)
         prof = api.profile_from(profile)
         est = api.estimate(
@@ -97,4 +99,6 @@ def register(app: typer.Typer) -> None:
         )
         from advisor.render.estimate_tables import print_estimate
 
+        if plot is not None:
+            plot_roofline(plot, prof, cat.devices[est.device], cat, est.config.precision, est.micro_batch)
         emit(est, fmt, lambda: print_estimate(est, prof.name))

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from advisor.cli.common import FormatOpt, note
+from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_plot, note, plot_roofline
 from advisor.errors import UserError
 from advisor.render.output import Format, check_writable, emit
 
@@ -146,6 +146,11 @@ def register(app: typer.Typer) -> None:
         name: Annotated[str | None, typer.Option(help="Profile name (default: the model file's name).")] = None,
         output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the profile "
                                                     "(default: profiles/NAME.yaml).")] = None,
+        plot: PlotOpt = None,
+        plot_hardware: Annotated[str | None, typer.Option(
+            help="Device or instance whose roofline --plot draws (default: the profiling device, when the "
+                 "catalog knows it).")] = None,
+        catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
     ) -> None:
         """Count FLOPs, bytes and memory of one training step of MODEL.py and save its profile."""
@@ -162,6 +167,14 @@ def register(app: typer.Typer) -> None:
             check_writable(path.parent, "profile")  # profiles/ will be created in a writable folder
         else:
             check_writable(path, "profile")
+        check_plot(plot)
+        if plot is not None and plot_hardware is None and device == "meta":
+            raise UserError("--plot on the meta device needs --plot-hardware NAME (meta has no roofline)",
+                            "e.g. --plot-hardware h100")
+        if plot is not None and plot_hardware is not None:
+            from advisor import api
+
+            api.resolve_hardware(api.catalog(catalog), plot_hardware)  # an unknown name fails before the work
 
         from advisor.profiler.model_file import InternalError
         from advisor.profiler.profile import profile_model
@@ -179,5 +192,20 @@ def register(app: typer.Typer) -> None:
                  f"{', '.join(prof.uncounted_ops[:6])}")
         if not prof.linear_in_batch:
             note(f"cost is not linear in the batch size: {prof.linear_reason}")
+        if plot is not None:
+            _plot(plot, prof, plot_hardware, catalog)
         data = summary(prof, path)
         emit(data, fmt, lambda: _table(data))
+
+
+def _plot(path: Path, prof: Any, hardware: str | None, catalog: list[Path] | None) -> None:
+    from advisor import api
+
+    cat = api.catalog(catalog)
+    hardware = hardware or (prof.timing.catalog_device if prof.timing else None)
+    if hardware is None:
+        note("--plot skipped: the profiling device is not in the catalog; give --plot-hardware NAME "
+             "(the profile is saved)")
+        return
+    device = api.resolve_hardware(cat, hardware)[0]
+    plot_roofline(path, prof, device, cat, prof.precision, prof.batch_size)

@@ -121,3 +121,41 @@ def estimate(
         raise UserError(f"{instance.id} has no spot price in the catalog", "use --pricing on-demand")
     workload = Workload(samples=samples, epochs=epochs, steps=steps, tokens=tokens)
     return _estimate(profile, cat, config, workload)
+
+
+def recommend(
+    profile,
+    *,
+    samples: float | None = None,
+    epochs: float | None = None,
+    steps: float | None = None,
+    tokens: float | None = None,
+    constraints=None,
+    top: int = 10,
+    cat: Catalog | None = None,
+):
+    """Every catalog configuration for `profile` on the workload, ranked under `constraints`
+    (`advisor.recommender.Constraints`: deadline_s, budget_usd, objective, providers, ...)."""
+    from advisor.recommender.model import Constraints
+    from advisor.recommender.rank import recommend as _recommend
+
+    workload = Workload(samples=samples, epochs=epochs, steps=steps, tokens=tokens)
+    return _recommend(profile, cat or catalog(), workload, constraints or Constraints(), top=top)
+
+
+def compare(
+    profile,
+    *,
+    samples: float | None = None,
+    epochs: float | None = None,
+    steps: float | None = None,
+    tokens: float | None = None,
+    constraints=None,
+    cat: Catalog | None = None,
+):
+    """The best CPU, GPU, TPU and other-accelerator options side by side ('do I need a GPU?')."""
+    from advisor.recommender.compare import compare as _compare
+    from advisor.recommender.model import Constraints
+
+    workload = Workload(samples=samples, epochs=epochs, steps=steps, tokens=tokens)
+    return _compare(profile, cat or catalog(), workload, constraints or Constraints())

@@ -17,7 +17,7 @@ import math
 
 from pydantic import BaseModel, Field
 
-from advisor.catalog.schema import DTYPES, Catalog, Device, Efficiency, Instance
+from advisor.catalog.schema import Catalog, Device, Efficiency, Instance
 from advisor.errors import UserError
 from advisor.estimator.comm import Fabric, check_fabric, collective_parts, collective_time, fabric_for
 from advisor.estimator.config import COMPUTE_DTYPE, DTYPE_BYTES, PARAM_BYTES, Config, Workload
@@ -84,11 +84,9 @@ def phase_times(profile, device: Device, eff: Efficiency, precision: str, micro:
         dtype = effective_dtype(op.dtype, op.category, profile.precision, precision)
         scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
         nbytes = (op.bytes_read.at(micro) + op.bytes_written.at(micro)) * scale
-        # integer and bool ops (BatchNorm's step counter, index arithmetic) have no catalog peak: the
-        # vector units' fp32 rate stands in for them
-        peak_dtype = dtype if dtype in DTYPES else "fp32"
-        t = op_time(device, eff, op.flops.at(micro), nbytes, op.count, op.category, peak_dtype, phase=op.phase,
-                    op=op.op)
+        # integer and bool ops (BatchNorm's step counter) have no catalog peak: roofline.peak_for gives them
+        # the vector units' fp32 rate
+        t = op_time(device, eff, op.flops.at(micro), nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op)
         acc = sums.setdefault(op.phase, [0.0] * 6)
         for i, value in enumerate((t.seconds, t.compute_s, t.memory_s, t.overhead_s, t.flops, t.bytes)):
             acc[i] += value

@@ -28,8 +28,14 @@ sys.path.insert(0, str(ROOT))
 
 RESULTS = ROOT / "benchmarks" / "results"
 MODELS = ROOT / "benchmarks" / "models"
-CASES = [("mlp", (64, 256)), ("resnet", (8, 32)), ("mobilenet", (8, 32)), ("lstm", (8, 32)),
-         ("gpt", (4, 16)), ("vit", (8, 32))]
+CASES = [
+    ("mlp", (64, 256)),
+    ("resnet", (8, 32)),
+    ("mobilenet", (8, 32)),
+    ("lstm", (8, 32)),
+    ("gpt", (4, 16)),
+    ("vit", (8, 32)),
+]
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 
 
@@ -60,14 +66,27 @@ def datasheet_overlay(cat, cores: int) -> dict:
     vector = {"fp32": f"{fp32:.4g}"}
     if "avx512_bf16" in flags:
         vector["bf16"] = f"{2 * fp32:.4g}"
-    return {"devices": [{
-        "id": "datasheet-local-cpu", "name": "this CPU from datasheet-style figures", "vendor": "unknown",
-        "kind": "cpu", "efficiency": "x86-cpu", "cores": cores, "threads_per_core": 1,
-        "memory_bandwidth": f"{bandwidth:.4g}", "vector_flops": vector, "tdp_watts": 1,
-        "launch_year": dt.date.today().year, "source": "derived by benchmarks/accuracy.py", "as_of": dt.date.today(),
-        "notes": f"{cores} cores x {per_cycle} fp32 FLOPs/cycle x {mhz:.0f} MHz; bandwidth = epyc-9654's "
-                 f"{ref.memory_bandwidth / 1e9:.1f} GB/s / {ref.cores} cores x {cores}",
-    }]}
+    return {
+        "devices": [
+            {
+                "id": "datasheet-local-cpu",
+                "name": "this CPU from datasheet-style figures",
+                "vendor": "unknown",
+                "kind": "cpu",
+                "efficiency": "x86-cpu",
+                "cores": cores,
+                "threads_per_core": 1,
+                "memory_bandwidth": f"{bandwidth:.4g}",
+                "vector_flops": vector,
+                "tdp_watts": 1,
+                "launch_year": dt.date.today().year,
+                "source": "derived by benchmarks/accuracy.py",
+                "as_of": dt.date.today(),
+                "notes": f"{cores} cores x {per_cycle} fp32 FLOPs/cycle x {mhz:.0f} MHz; bandwidth = epyc-9654's "
+                f"{ref.memory_bandwidth / 1e9:.1f} GB/s / {ref.cores} cores x {cores}",
+            }
+        ]
+    }
 
 
 def calibrate(path: Path) -> float:
@@ -183,23 +202,37 @@ def main() -> None:
             measured = sum(t.values())
             cal = api.estimate(prof, "local-cpu", precision="fp32", micro_batch=b, cat=cat)
             ds = api.estimate(prof, "datasheet-local-cpu", precision="fp32", micro_batch=b, cat=cat)
-            row = {"model": name, "batch": b, "measured_s": measured,
-                   **{f"measured_{p}_s": t[p] for p in ("forward", "backward", "optimizer")},
-                   "calibrated_s": cal.step_time_s,
-                   **{f"calibrated_{p}_s": cal.phases[p].seconds for p in ("forward", "backward", "optimizer")},
-                   "datasheet_s": ds.step_time_s}
+            row = {
+                "model": name,
+                "batch": b,
+                "measured_s": measured,
+                **{f"measured_{p}_s": t[p] for p in ("forward", "backward", "optimizer")},
+                "calibrated_s": cal.step_time_s,
+                **{f"calibrated_{p}_s": cal.phases[p].seconds for p in ("forward", "backward", "optimizer")},
+                "datasheet_s": ds.step_time_s,
+            }
             row["calibrated_error"] = (row["calibrated_s"] - measured) / measured
             row["datasheet_error"] = (row["datasheet_s"] - measured) / measured
             rows.append(row)
-            print(f"{name:10s} b={b:4d} measured {measured * 1e3:8.1f} ms  calibrated {cal.step_time_s * 1e3:8.1f} ms "
-                  f"({row['calibrated_error']:+.0%})  datasheet {ds.step_time_s * 1e3:8.1f} ms "
-                  f"({row['datasheet_error']:+.0%})  phases m/p "
-                  + " ".join(f"{row[f'measured_{p}_s'] * 1e3:.1f}/{row[f'calibrated_{p}_s'] * 1e3:.1f}"
-                             for p in ("forward", "backward", "optimizer")), file=sys.stderr)
+            print(
+                f"{name:10s} b={b:4d} measured {measured * 1e3:8.1f} ms  calibrated {cal.step_time_s * 1e3:8.1f} ms "
+                f"({row['calibrated_error']:+.0%})  datasheet {ds.step_time_s * 1e3:8.1f} ms "
+                f"({row['datasheet_error']:+.0%})  phases m/p "
+                + " ".join(
+                    f"{row[f'measured_{p}_s'] * 1e3:.1f}/{row[f'calibrated_{p}_s'] * 1e3:.1f}"
+                    for p in ("forward", "backward", "optimizer")
+                ),
+                file=sys.stderr,
+            )
     wall = time.perf_counter() - start
-    meta = {"cpu": cpu_name(), "threads": args.threads, "date": dt.date.today().isoformat(), "wall_s": wall,
-            "calibration_s": cal_s,
-            "clock": "process CPU time" if args.threads == 1 else "wall time"}
+    meta = {
+        "cpu": cpu_name(),
+        "threads": args.threads,
+        "date": dt.date.today().isoformat(),
+        "wall_s": wall,
+        "calibration_s": cal_s,
+        "clock": "process CPU time" if args.threads == 1 else "wall time",
+    }
     with open(RESULTS / "accuracy-cpu.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()

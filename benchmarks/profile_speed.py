@@ -60,8 +60,13 @@ def child(mode: str, model: str) -> None:
 
 def measure(mode: str, model: str) -> dict:
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, __file__, "--child", mode, "--model", model], capture_output=True,
-                         text=True, cwd=ROOT, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", mode, "--model", model],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
     data = json.loads(out.stdout.strip().splitlines()[-1])
     data["process_s"] = time.perf_counter() - t0
     return data
@@ -76,19 +81,26 @@ def main() -> None:
     if args.child:
         return child(args.child, args.model)
     results = {m: [measure(m, args.model) for _ in range(args.runs)] for m in MODES}
-    print(f"{Path(args.model).name}, batch 1, forward + backward + AdamW on meta; {args.runs} runs each "
-          f"(best / median)")
+    print(
+        f"{Path(args.model).name}, batch 1, forward + backward + AdamW on meta; {args.runs} runs each (best / median)"
+    )
     print(f"{'':18s} {'work s':>15s} {'process s':>15s} {'peak RSS GB':>15s} {'FLOPs':>12s}")
     for m, rs in results.items():
+
         def col(key, scale=1.0, rs=rs):
             v = [r[key] / scale for r in rs]
             return f"{min(v):6.2f} / {statistics.median(v):6.2f}"
-        print(f"{m:18s} {col('work_s'):>15s} {col('process_s'):>15s} {col('peak_rss_bytes', 1e9):>15s} "
-              f"{rs[0]['flops']:12.4e}")
+
+        print(
+            f"{m:18s} {col('work_s'):>15s} {col('process_s'):>15s} {col('peak_rss_bytes', 1e9):>15s} "
+            f"{rs[0]['flops']:12.4e}"
+        )
     ours = statistics.median(r["work_s"] for r in results["one counted step"])
     theirs = statistics.median(r["work_s"] for r in results["FlopCounterMode"])
-    print(f"one counted step / FlopCounterMode, median work time: {ours / theirs:.2f}x; "
-          f"FLOPs {results['one counted step'][0]['flops'] / results['FlopCounterMode'][0]['flops']:.3f}x")
+    print(
+        f"one counted step / FlopCounterMode, median work time: {ours / theirs:.2f}x; "
+        f"FLOPs {results['one counted step'][0]['flops'] / results['FlopCounterMode'][0]['flops']:.3f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -17,8 +17,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "profiles" / "models"
-NAMES = ("resnet50", "mobilenet_v2", "vit_b16", "bert_base", "bert_large", "gpt2_124m", "llama2_7b", "llama3_8b",
-         "llama2_70b", "llama3_70b", "lstm")
+NAMES = (
+    "resnet50",
+    "mobilenet_v2",
+    "vit_b16",
+    "bert_base",
+    "bert_large",
+    "gpt2_124m",
+    "llama2_7b",
+    "llama3_8b",
+    "llama2_70b",
+    "llama3_70b",
+    "lstm",
+)
 DEFAULT_PRECISION = "bf16-mixed"
 
 
@@ -40,8 +51,9 @@ def regenerate(name: str, out_dir: Path = ROOT / "profiles", batch_size: int | N
 
     path = MODELS / f"{name}.py"
     default_batch, precision = settings(path)
-    prof = profile_model(path, batch_size=batch_size or default_batch, device="meta", precision=precision,
-                         optimizer="adamw", name=name)
+    prof = profile_model(
+        path, batch_size=batch_size or default_batch, device="meta", precision=precision, optimizer="adamw", name=name
+    )
     prof.model_file = f"profiles/models/{name}.py"
     save_profile(prof, out_dir / f"{name}.yaml")
     return prof
@@ -57,8 +69,11 @@ def main(argv: list[str]) -> None:
         t0 = time.perf_counter()
         prof = regenerate(name)
         b = prof.batch_size
-        print(f"{name:13s} batch {b:4d} {prof.precision:10s} params {prof.parameters / 1e6:9.2f} M  "
-              f"step {prof.flops(b) / 1e12:9.3f} TFLOP  {time.perf_counter() - t0:5.1f} s", flush=True)
+        print(
+            f"{name:13s} batch {b:4d} {prof.precision:10s} params {prof.parameters / 1e6:9.2f} M  "
+            f"step {prof.flops(b) / 1e12:9.3f} TFLOP  {time.perf_counter() - t0:5.1f} s",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -15,13 +15,29 @@ from advisor.catalog.schema import Device, Efficiency
 from advisor.estimator.roofline import op_time
 
 DEVICE = Device(
-    id="toy-cpu", name="Toy CPU", vendor="acme", kind="cpu", efficiency="toy", cores=2, threads_per_core=1,
-    memory_bandwidth=1e10, vector_flops={"fp32": 1e11}, tdp_watts=10, launch_year=2025, source="a test fixture",
+    id="toy-cpu",
+    name="Toy CPU",
+    vendor="acme",
+    kind="cpu",
+    efficiency="toy",
+    cores=2,
+    threads_per_core=1,
+    memory_bandwidth=1e10,
+    vector_flops={"fp32": 1e11},
+    tdp_watts=10,
+    launch_year=2025,
+    source="a test fixture",
     as_of="2026-12-01",
 )
 EFF = Efficiency(
-    id="toy", note="hand-made for tests", matrix=[{"min_size": 0, "efficiency": 0.5}], vector=0.1,
-    memory=[{"min_size": 0, "efficiency": 0.5}], op_overhead_s=10e-6, device_link=0.5, network=0.5,
+    id="toy",
+    note="hand-made for tests",
+    matrix=[{"min_size": 0, "efficiency": 0.5}],
+    vector=0.1,
+    memory=[{"min_size": 0, "efficiency": 0.5}],
+    op_overhead_s=10e-6,
+    device_link=0.5,
+    network=0.5,
     collective_latency_s=1e-5,
     matrix_by_dtype={"fp32": [{"min_size": 0, "efficiency": 0.25}, {"min_size": 1e6, "efficiency": 0.8}]},
     phase_overhead_s={"backward": 30e-6},
@@ -53,8 +69,7 @@ def fake_measurements() -> Measurements:
     # dispatch 1 µs. fp32: 1e6 FLOPs in 11 µs -> 1e6 / 10 µs = 1e11; 1e9 in 5.001 ms -> 2e11 (the peak).
     # Copy: 1e4 bytes in 2 µs -> 1e4 / 1 µs = 1e10; 1e8 bytes in 5.001 ms -> 2e10 (the peak).
     m = Measurements(device="cpu", name="Fake CPU", threads=2, dispatch_s=1e-6)
-    m.matmul = {"fp32": [Point(1e6, 11e-6), Point(1e9, 5.001e-3)],
-                "bf16": [Point(1e6, 6e-6), Point(1e9, 2.501e-3)]}
+    m.matmul = {"fp32": [Point(1e6, 11e-6), Point(1e9, 5.001e-3)], "bf16": [Point(1e6, 6e-6), Point(1e9, 2.501e-3)]}
     m.copy = [Point(1e4, 2e-6), Point(1e8, 5.001e-3)]
     m.vector_flops_s = 2e10
     return m
@@ -115,18 +130,24 @@ def test_calibrate_bad_input(tmp_path):
 
 
 def test_convolution_follows_its_intensity_curve():
-    eff = Efficiency(**{**EFF.model_dump(), "conv_by_intensity": [{"min_size": 0, "efficiency": 0.1},
-                                                                 {"min_size": 10, "efficiency": 0.6}]})
+    eff = Efficiency(
+        **{
+            **EFF.model_dump(),
+            "conv_by_intensity": [{"min_size": 0, "efficiency": 0.1}, {"min_size": 10, "efficiency": 0.6}],
+        }
+    )
     # 1e6 FLOPs over 1e4 bytes: intensity 100 -> 0.6 -> 1e6 / (1e11 * 0.6) = 16.67 µs; memory
     # 1e4 / (1e10 * 0.5) = 2 µs; + 10 µs overhead = 26.67 µs. A GEMM of that size would take the fp32
     # curve's 0.8: 12.5 + 10 = 22.5 µs.
     assert op_time(DEVICE, eff, 1e6, 1e4, 1, "matrix", "fp32", op="aten.convolution").seconds == pytest.approx(
-        26.667e-6, rel=1e-4)
+        26.667e-6, rel=1e-4
+    )
     assert op_time(DEVICE, eff, 1e6, 1e4, 1, "matrix", "fp32", op="aten.mm").seconds == pytest.approx(22.5e-6)
     # depthwise-like: 1e6 FLOPs over 1e6 bytes: intensity 1 -> 0.1 -> 100 µs; memory 1e6 / 5e9 = 200 µs
     # wins: 200 + 10 = 210 µs.
     assert op_time(DEVICE, eff, 1e6, 1e6, 1, "matrix", "fp32", op="aten.convolution_backward").seconds == (
-        pytest.approx(210e-6))
+        pytest.approx(210e-6)
+    )
 
 
 def test_named_op_efficiency_overrides_the_curves():

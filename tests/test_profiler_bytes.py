@@ -68,14 +68,17 @@ def test_in_place_foreach_writes_its_first_list():
     assert got["aten._foreach_mul_"] == (30, 120, 120)
 
 
-@pytest.mark.parametrize("exc,oom", [
-    (torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), True),
-    (RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.15 GiB total capacity)"), True),
-    (RuntimeError("[enforce fail at alloc_cpu.cpp:114] DefaultCPUAllocator: can't allocate memory"), True),
-    (MemoryError(), True),
-    (RuntimeError("mat1 and mat2 shapes cannot be multiplied (8x8 and 12x4)"), False),
-    (ValueError("out of memory"), False),  # only RuntimeError/MemoryError come from allocators
-])
+@pytest.mark.parametrize(
+    "exc,oom",
+    [
+        (torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), True),
+        (RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.15 GiB total capacity)"), True),
+        (RuntimeError("[enforce fail at alloc_cpu.cpp:114] DefaultCPUAllocator: can't allocate memory"), True),
+        (MemoryError(), True),
+        (RuntimeError("mat1 and mat2 shapes cannot be multiplied (8x8 and 12x4)"), False),
+        (ValueError("out of memory"), False),  # only RuntimeError/MemoryError come from allocators
+    ],
+)
 def test_is_oom(exc, oom):
     assert is_oom(exc) is oom
 

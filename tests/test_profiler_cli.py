@@ -16,8 +16,20 @@ MODELS = Path(__file__).parent / "models"
 
 def test_profile_writes_a_loadable_profile_and_prints_json(tmp_path):
     out = tmp_path / "gpt.yaml"
-    r = run_cli("profile", str(MODELS / "tiny_gpt.py"), "--device", "meta", "-b", "2", "-o", str(out),
-                "--format", "json", "--precision", "bf16-mixed")
+    r = run_cli(
+        "profile",
+        str(MODELS / "tiny_gpt.py"),
+        "--device",
+        "meta",
+        "-b",
+        "2",
+        "-o",
+        str(out),
+        "--format",
+        "json",
+        "--precision",
+        "bf16-mixed",
+    )
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["profile"] == str(out) and data["top_by_flops"] and data["top_by_bytes"]
@@ -94,16 +106,21 @@ def test_batch_the_model_cannot_consume(tmp_path):
 
 
 def test_bad_batch_type(tmp_path):
-    r = bad(tmp_path, "import torch\ndef build_model():\n    return torch.nn.Linear(8, 4)\n"
-            "def example_batch(n):\n    return 'tokens'\n")
+    r = bad(
+        tmp_path,
+        "import torch\ndef build_model():\n    return torch.nn.Linear(8, 4)\n"
+        "def example_batch(n):\n    return 'tokens'\n",
+    )
     assert_user_error(r, "example_batch()", "returned str")
 
 
 def test_out_of_memory(tmp_path):
-    src = ("import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n"
-           "        super().__init__(); self.l = torch.nn.Linear(8, 8)\n"
-           "    def forward(self, x):\n        raise torch.cuda.OutOfMemoryError('CUDA out of memory')\n"
-           "def build_model():\n    return M()\n" + GOOD_BATCH)
+    src = (
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n"
+        "        super().__init__(); self.l = torch.nn.Linear(8, 8)\n"
+        "    def forward(self, x):\n        raise torch.cuda.OutOfMemoryError('CUDA out of memory')\n"
+        "def build_model():\n    return M()\n" + GOOD_BATCH
+    )
     r = bad(tmp_path, src)
     assert_user_error(r, "out of memory", "smaller --batch-size", "--device meta")
 
@@ -123,8 +140,11 @@ def test_unknown_choices_suggest(tmp_path):
 
 
 def test_loss_that_is_not_a_scalar(tmp_path):
-    src = ("import torch\ndef build_model():\n    return torch.nn.Linear(8, 4)\n" + GOOD_BATCH +
-           "def training_step(model, batch):\n    return 'loss'\n")
+    src = (
+        "import torch\ndef build_model():\n    return torch.nn.Linear(8, 4)\n"
+        + GOOD_BATCH
+        + "def training_step(model, batch):\n    return 'loss'\n"
+    )
     assert_user_error(bad(tmp_path, src), "training_step", "not a scalar loss")
 
 
@@ -144,15 +164,26 @@ def test_load_profile_errors(tmp_path):
 def test_profile_plot_draws_a_png_on_the_named_hardware(tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "roof.png"
-    r = run_cli("profile", str(MODELS / "tiny_mlp.py"), "--device", "meta", "-o", str(tmp_path / "p.yaml"),
-                "--plot", str(png), "--plot-hardware", "h100")
+    r = run_cli(
+        "profile",
+        str(MODELS / "tiny_mlp.py"),
+        "--device",
+        "meta",
+        "-o",
+        str(tmp_path / "p.yaml"),
+        "--plot",
+        str(png),
+        "--plot-hardware",
+        "h100",
+    )
     assert r.returncode == 0, r.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_profile_plot_on_meta_without_hardware_fails_before_work(tmp_path):
     out = tmp_path / "p.yaml"
-    r = run_cli("profile", str(MODELS / "tiny_mlp.py"), "--device", "meta", "-o", str(out),
-                "--plot", str(tmp_path / "roof.png"))
+    r = run_cli(
+        "profile", str(MODELS / "tiny_mlp.py"), "--device", "meta", "-o", str(out), "--plot", str(tmp_path / "roof.png")
+    )
     assert_user_error(r, "--plot-hardware")
     assert not out.exists()

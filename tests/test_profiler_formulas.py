@@ -65,8 +65,9 @@ def test_matmul_family():
     assert only(lambda: aten.vdot(meta(7), meta(7)), "aten.vdot") == 14  # 2*7
     relu = only(lambda: aten._addmm_activation(meta(5), meta(3, 4), meta(4, 5)), "aten._addmm_activation")
     assert relu == 150  # 2*3*4*5 + 15 (bias) + 15 (relu)
-    gelu = only(lambda: aten._addmm_activation(meta(5), meta(3, 4), meta(4, 5), use_gelu=True),
-                "aten._addmm_activation")
+    gelu = only(
+        lambda: aten._addmm_activation(meta(5), meta(3, 4), meta(4, 5), use_gelu=True), "aten._addmm_activation"
+    )
     assert gelu == 270  # 120 + 15 + 9*15 (tanh-gelu, 9 per element)
 
 
@@ -93,32 +94,34 @@ def test_convolution_forward():
     # grouped (4 groups): weight 16x2x3x3 = 288: 2 * 128 * 288 = 73728
     assert only(lambda: conv(meta(2, 8, 10, 10), meta(16, 2, 3, 3), groups=4), "aten.convolution") == 73728
     # depthwise 64 ch 3x3 on 56x56, padding 1: 2 * 56*56 * 64*9 = 3612672
-    assert only(lambda: conv(meta(1, 64, 56, 56), meta(64, 1, 3, 3), padding=1, groups=64),
-                "aten.convolution") == 3612672
+    assert (
+        only(lambda: conv(meta(1, 64, 56, 56), meta(64, 1, 3, 3), padding=1, groups=64), "aten.convolution") == 3612672
+    )
     # stride 2, padding 1: 10x10 -> 5x5: 2 * 2*25 * 1152 = 115200
-    assert only(lambda: conv(meta(2, 8, 10, 10), meta(16, 8, 3, 3), stride=2, padding=1),
-                "aten.convolution") == 115200
+    assert only(lambda: conv(meta(2, 8, 10, 10), meta(16, 8, 3, 3), stride=2, padding=1), "aten.convolution") == 115200
     # dilation 2: effective 5x5 kernel, 10x10 -> 6x6: 2 * 2*36 * 1152 = 165888
     assert only(lambda: conv(meta(2, 8, 10, 10), meta(16, 8, 3, 3), dilation=2), "aten.convolution") == 165888
     # 1-d: 4->6 channels, k=3, length 10 -> 8: 2 * 1*8 * (6*4*3) = 1152
     assert only(lambda: conv(meta(1, 4, 10), meta(6, 4, 3)), "aten.convolution") == 1152
     # transposed 8->4 channels (weight [8, 4, 2, 2]), stride 2, 5x5 input: 2 * 1*25 * 128 = 6400
-    assert only(lambda: conv(meta(1, 8, 5, 5), meta(8, 4, 2, 2), stride=2, transposed=True),
-                "aten.convolution") == 6400
+    assert only(lambda: conv(meta(1, 8, 5, 5), meta(8, 4, 2, 2), stride=2, transposed=True), "aten.convolution") == 6400
 
 
 def conv_backward(x, w, stride=1, padding=0, groups=1, mask=(True, True, True)):
     y = conv(x, w, stride=stride, padding=padding, groups=groups)
-    return aten.convolution_backward(torch.empty_like(y), x, w, [w.shape[0]], [stride] * 2, [padding] * 2,
-                                     [1, 1], False, [0, 0], groups, list(mask))
+    return aten.convolution_backward(
+        torch.empty_like(y), x, w, [w.shape[0]], [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], groups, list(mask)
+    )
 
 
 def test_convolution_backward():
     # grad_input and grad_weight each 2 * 2*64 * 1152 = 294912; grad_bias 2*16*64 = 2048
     got = only(lambda: conv_backward(meta(2, 8, 10, 10), meta(16, 8, 3, 3)), "aten.convolution_backward")
     assert got == 2 * 294912 + 2048
-    got = only(lambda: conv_backward(meta(2, 8, 10, 10), meta(16, 8, 3, 3), mask=(False, True, False)),
-               "aten.convolution_backward")
+    got = only(
+        lambda: conv_backward(meta(2, 8, 10, 10), meta(16, 8, 3, 3), mask=(False, True, False)),
+        "aten.convolution_backward",
+    )
     assert got == 294912  # only grad_weight
 
 
@@ -138,9 +141,13 @@ def test_depthwise_backward_vs_torch_flop_counter():
 
 
 # ---- attention ----
-ATT = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-       "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu",
-       "_scaled_dot_product_fused_attention_overrideable")
+ATT = (
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_fused_attention_overrideable",
+)
 covers(*ATT, *(a + "_backward" for a in ATT))
 B, H, S, D = 2, 4, 16, 8
 FULL = B * H * S * S  # 2048 pairs
@@ -191,14 +198,17 @@ def test_causal_vs_torch_flop_counter_on_flash():
     with FlopCounterMode(display=False) as fc:
         aten._scaled_dot_product_flash_attention(*qkv(), 0.0, True, False)
     assert fc.get_total_flops() == 4 * FULL * D
-    ours = only(lambda: aten._scaled_dot_product_flash_attention(*qkv(), 0.0, True, False)[0],
-                "aten._scaled_dot_product_flash_attention")
+    ours = only(
+        lambda: aten._scaled_dot_product_flash_attention(*qkv(), 0.0, True, False)[0],
+        "aten._scaled_dot_product_flash_attention",
+    )
     assert ours == CAUSAL * FWD_PAIR + FWD_ROWS  # of which matmul 4*1088*8 = 34816, 0.53x flop_counter's
     assert 4 * CAUSAL * D / fc.get_total_flops() == pytest.approx(0.53, abs=0.01)
 
 
-@pytest.mark.parametrize("name", ["_scaled_dot_product_cudnn_attention",
-                                  "_scaled_dot_product_fused_attention_overrideable"])
+@pytest.mark.parametrize(
+    "name", ["_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable"]
+)
 def test_other_fused_attention_formulas(name):
     fwd = registered()[f"aten.{name}"].fn
     func = getattr(aten, name).default
@@ -215,17 +225,49 @@ def test_dropout_adds_one_per_pair():
 
 
 # ---- normalisation, softmax, losses, embedding, pooling, recurrent ----
-covers("native_layer_norm", "native_layer_norm_backward", "native_group_norm", "native_group_norm_backward",
-       "native_batch_norm", "native_batch_norm_backward", "_fused_rms_norm", "_fused_rms_norm_backward",
-       "_softmax", "_safe_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
-       "nll_loss_forward", "nll_loss2d_forward", "mse_loss", "mse_loss_backward", "embedding_dense_backward",
-       "max_pool2d_with_indices", "max_pool3d_with_indices", "max_pool2d_with_indices_backward",
-       "max_pool3d_with_indices_backward", "avg_pool2d", "avg_pool3d", "avg_pool2d_backward",
-       "avg_pool3d_backward", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "_adaptive_avg_pool2d_backward",
-       "_adaptive_avg_pool3d_backward", "_thnn_fused_lstm_cell", "_cudnn_rnn", "_cudnn_rnn_backward",
-       "mkldnn_rnn_layer", "mkldnn_rnn_layer_backward",
-       "_native_batch_norm_legit", "_native_batch_norm_legit_functional", "_native_batch_norm_legit_no_training",
-       "cudnn_batch_norm", "miopen_batch_norm", "cudnn_batch_norm_backward")
+covers(
+    "native_layer_norm",
+    "native_layer_norm_backward",
+    "native_group_norm",
+    "native_group_norm_backward",
+    "native_batch_norm",
+    "native_batch_norm_backward",
+    "_fused_rms_norm",
+    "_fused_rms_norm_backward",
+    "_softmax",
+    "_safe_softmax",
+    "_log_softmax",
+    "_softmax_backward_data",
+    "_log_softmax_backward_data",
+    "nll_loss_forward",
+    "nll_loss2d_forward",
+    "mse_loss",
+    "mse_loss_backward",
+    "embedding_dense_backward",
+    "max_pool2d_with_indices",
+    "max_pool3d_with_indices",
+    "max_pool2d_with_indices_backward",
+    "max_pool3d_with_indices_backward",
+    "avg_pool2d",
+    "avg_pool3d",
+    "avg_pool2d_backward",
+    "avg_pool3d_backward",
+    "_adaptive_avg_pool2d",
+    "_adaptive_avg_pool3d",
+    "_adaptive_avg_pool2d_backward",
+    "_adaptive_avg_pool3d_backward",
+    "_thnn_fused_lstm_cell",
+    "_cudnn_rnn",
+    "_cudnn_rnn_backward",
+    "mkldnn_rnn_layer",
+    "mkldnn_rnn_layer_backward",
+    "_native_batch_norm_legit",
+    "_native_batch_norm_legit_functional",
+    "_native_batch_norm_legit_no_training",
+    "cudnn_batch_norm",
+    "miopen_batch_norm",
+    "cudnn_batch_norm_backward",
+)
 
 
 def test_layer_norm():
@@ -251,8 +293,9 @@ def test_group_and_batch_norm():
     assert fn(Call(func, (x, w, b), {}, None)) == 4 * 72  # inference: sub, mul, affine 2 = 288
 
 
-@pytest.mark.parametrize("name", ["_native_batch_norm_legit", "_native_batch_norm_legit_functional",
-                                  "cudnn_batch_norm", "miopen_batch_norm"])
+@pytest.mark.parametrize(
+    "name", ["_native_batch_norm_legit", "_native_batch_norm_legit_functional", "cudnn_batch_norm", "miopen_batch_norm"]
+)
 def test_batch_norm_variants(name):
     x, w, b = meta(2, 4, 3, 3), meta(4), meta(4)
     func = getattr(aten, name).default
@@ -358,7 +401,8 @@ def test_recurrent_kernels():
     assert rnn(Call(aten._cudnn_rnn.default, args, {}, None)) == 30720 + 4800
     back = registered()["aten._cudnn_rnn_backward"].fn
     assert back(Call(aten._cudnn_rnn_backward.default, (x, weights, 4, None, hx, hx), {"mode": 2}, None)) == (
-        2 * 30720 + 2 * 4800)
+        2 * 30720 + 2 * 4800
+    )
 
 
 # ---- pointwise, reductions, optimizer, memory ----

@@ -29,8 +29,13 @@ def load(name: str):
 
 def flops(p, phase: str, ops: tuple[str, ...] = (), module: str | None = None, contains: str = "") -> float:
     """FLOPs at the profile's own batch size of the ops named (or whose name contains `contains`)."""
-    return sum(o.flops.at(p.batch_size) for o in p.ops if o.phase == phase and (o.op in ops or (
-        contains and contains in o.op)) and (module is None or o.module.startswith(module)))
+    return sum(
+        o.flops.at(p.batch_size)
+        for o in p.ops
+        if o.phase == phase
+        and (o.op in ops or (contains and contains in o.op))
+        and (module is None or o.module.startswith(module))
+    )
 
 
 def attention(heads: int, sq: int, sk: int, d: int, causal: bool) -> tuple[float, float]:
@@ -125,8 +130,15 @@ def mobilenet_v2_macs() -> int:
     the input size, absent when t = 1), a depthwise 3x3 (9 MACs per output element, the block's stride) and a
     1x1 projection (t*cin -> c); a 1x1 320->1280 at 7x7."""
     macs, h, cin = 112 * 112 * 32 * 3 * 9, 112, 32
-    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
-                       (6, 320, 1, 1)):
+    for t, c, n, s in (
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    ):
         for i in range(n):
             out = h // (s if i == 0 else 1)
             hidden = cin * t
@@ -194,10 +206,15 @@ def test_gpt2_124m_forward_backward():
     assert flops(p, "backward", MM) == 2 * matmul
 
 
-@pytest.mark.parametrize("name,V,d,L,heads,seq", [
-    ("llama2_7b", 32000, 4096, 32, 32, 4096), ("llama3_8b", 128256, 4096, 32, 32, 8192),
-    ("llama2_70b", 32000, 8192, 80, 64, 4096), ("llama3_70b", 128256, 8192, 80, 64, 8192),
-])
+@pytest.mark.parametrize(
+    "name,V,d,L,heads,seq",
+    [
+        ("llama2_7b", 32000, 4096, 32, 32, 4096),
+        ("llama3_8b", 128256, 4096, 32, 32, 8192),
+        ("llama2_70b", 32000, 8192, 80, 64, 4096),
+        ("llama3_70b", 128256, 8192, 80, 64, 8192),
+    ],
+)
 def test_llama_training_is_6_p_tokens_plus_attention(name, V, d, L, heads, seq):
     p = load(name)
     t = p.batch_size * seq

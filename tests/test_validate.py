@@ -12,8 +12,9 @@ from advisor.calibration.validate import rows
 
 
 def test_rows_errors_by_phase_and_total():
-    out = rows({"forward": 0.1, "backward": 0.2, "optimizer": 0.1},
-               {"forward": 0.11, "backward": 0.18, "optimizer": 0.1})
+    out = rows(
+        {"forward": 0.1, "backward": 0.2, "optimizer": 0.1}, {"forward": 0.11, "backward": 0.18, "optimizer": 0.1}
+    )
     assert [r.phase for r in out] == ["forward", "backward", "optimizer", "total"]
     assert out[0].error == pytest.approx(0.1)  # (0.11 - 0.1) / 0.1
     assert out[1].error == pytest.approx(-0.1)  # (0.18 - 0.2) / 0.2
@@ -39,8 +40,19 @@ def test_bad_model_files(tmp_path):
 def test_validate_prints_measured_predicted_and_error(tmp_path):
     env = {"XDG_CONFIG_HOME": str(tmp_path)}
     write_user_overlay(tmp_path)
-    result = run_cli("validate", str(ROOT / "tests/models/tiny_mlp.py"), "--batch-size", "4", "--repeats", "2",
-                     "--threads", "1", "--format", "json", env=env)
+    result = run_cli(
+        "validate",
+        str(ROOT / "tests/models/tiny_mlp.py"),
+        "--batch-size",
+        "4",
+        "--repeats",
+        "2",
+        "--threads",
+        "1",
+        "--format",
+        "json",
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["device"] == "local-cpu" and out["batch_size"] == 4 and out["threads"] == 1

@@ -42,8 +42,13 @@ class Measurements:
     seconds: float = 0.0  # how long calibration took
 
 
-def timed(fn: Callable[[], object], sync: Callable[[], None], min_s: float, repeats: int,
-          now: Callable[[], float] = time.perf_counter) -> float:
+def timed(
+    fn: Callable[[], object],
+    sync: Callable[[], None],
+    min_s: float,
+    repeats: int,
+    now: Callable[[], float] = time.perf_counter,
+) -> float:
     """Seconds per call of `fn` over `repeats` rounds of as many calls as fill `min_s`: the median on the
     process's CPU clock (the statistic validate reports for model steps), the fastest round on the wall
     clock, because other processes on a shared machine only ever slow a wall-clock round down."""
@@ -92,8 +97,17 @@ def cuda_timed(fn: Callable[[], object], min_s: float, repeats: int) -> float:
 
 
 # (batch, channels, side, groups, kernel): depthwise 3x3, pointwise 1x1 and dense 3x3 layers of CNNs.
-CONV_SHAPES = ((16, 32, 32, 32, 3), (16, 128, 16, 128, 3), (16, 512, 8, 512, 3), (16, 32, 32, 1, 1),
-               (16, 128, 16, 1, 1), (16, 512, 8, 1, 1), (16, 16, 32, 1, 3), (16, 64, 16, 1, 3), (16, 256, 8, 1, 3))
+CONV_SHAPES = (
+    (16, 32, 32, 32, 3),
+    (16, 128, 16, 128, 3),
+    (16, 512, 8, 512, 3),
+    (16, 32, 32, 1, 1),
+    (16, 128, 16, 1, 1),
+    (16, 512, 8, 1, 1),
+    (16, 16, 32, 1, 3),
+    (16, 64, 16, 1, 3),
+    (16, 256, 8, 1, 3),
+)
 
 
 def conv_points(device: str, clock, quick: bool) -> list[tuple[float, float, float]]:
@@ -111,8 +125,11 @@ def conv_points(device: str, clock, quick: bool) -> list[tuple[float, float, flo
         flops = 2.0 * y.numel() * (c // groups) * k * k
         act, wb = 4.0 * x.numel(), 4.0 * w.numel()
         t_fwd = clock(lambda x=x, w=w, k=k, g=groups: F.conv2d(x, w, padding=k // 2, groups=g))
-        t_both = clock(lambda x=x, w=w, k=k, g=groups, gy=gy: torch.autograd.grad(
-            F.conv2d(x, w, padding=k // 2, groups=g), (x, w), gy))
+        t_both = clock(
+            lambda x=x, w=w, k=k, g=groups, gy=gy: torch.autograd.grad(
+                F.conv2d(x, w, padding=k // 2, groups=g), (x, w), gy
+            )
+        )
         out.append((flops, 2 * act + wb, t_fwd))  # read x and w, write y (same size as x here)
         out.append((2 * flops, 3 * act + 2 * wb, max(t_both - t_fwd, 0.1 * t_both)))  # read gy, x, w; write gx, gw
     return out
@@ -154,8 +171,10 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
         for n in sizes:
             # Operands rotate through more memory than the caches hold: in a training step a GEMM's weights
             # and activations arrive from memory, not from the cache a repeated call would leave them in.
-            sets = [(torch.randn(n, n, device=device, dtype=dt), torch.randn(n, n, device=device, dtype=dt))
-                    for _ in range(max(2, min(COLD_SETS, int(cold_bytes / (2 * n * n * dt.itemsize)))))]
+            sets = [
+                (torch.randn(n, n, device=device, dtype=dt), torch.randn(n, n, device=device, dtype=dt))
+                for _ in range(max(2, min(COLD_SETS, int(cold_bytes / (2 * n * n * dt.itemsize)))))
+            ]
             # The three layouts of a linear layer's GEMMs: forward x·Wᵀ, input gradient g·W, weight gradient gᵀ·x.
             times = []
             for layout in (lambda a, b: torch.mm(a, b.t()), torch.mm, lambda a, b: torch.mm(a.t(), b)):

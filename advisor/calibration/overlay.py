@@ -154,8 +154,10 @@ def _nvml_note(device: dict) -> str:
         return " NVML was not available."
     if info.sm_count:
         device["sm_count"] = info.sm_count
-    return (f" NVML: {info.name}, max SM clock {info.sm_clock_max_mhz:.0f} MHz, max memory clock "
-            f"{info.memory_clock_max_mhz:.0f} MHz, driver {info.driver_version}.")
+    return (
+        f" NVML: {info.name}, max SM clock {info.sm_clock_max_mhz:.0f} MHz, max memory clock "
+        f"{info.memory_clock_max_mhz:.0f} MHz, driver {info.driver_version}."
+    )
 
 
 def _gpu_memory_bytes() -> float:
@@ -185,14 +187,27 @@ def fit_phase_overhead(data: dict, m: Measurements, tick=lambda s: None) -> dict
     for path in sorted(NETS_DIR.glob("tiny_*.py")):
         tick(f"overhead ({path.stem})")
         prof = profile_model(path, batch_size=4, device=m.device, precision="fp32", warmup=3, repeats=15)
-        measured = {"forward": prof.timing.forward_s, "backward": prof.timing.backward_s,
-                    "optimizer": prof.timing.optimizer_s}
+        measured = {
+            "forward": prof.timing.forward_s,
+            "backward": prof.timing.backward_s,
+            "optimizer": prof.timing.optimizer_s,
+        }
         for phase, seconds in measured.items():
             ops = [o for o in prof.ops if o.phase == phase]
             calls = sum(o.count for o in ops)
             work = sum(
-                op_time(device, eff, o.flops.at(4), o.bytes_read.at(4) + o.bytes_written.at(4), o.count,
-                        o.category, o.dtype, phase=phase, op=o.op).seconds - 1e-9 * o.count
+                op_time(
+                    device,
+                    eff,
+                    o.flops.at(4),
+                    o.bytes_read.at(4) + o.bytes_written.at(4),
+                    o.count,
+                    o.category,
+                    o.dtype,
+                    phase=phase,
+                    op=o.op,
+                ).seconds
+                - 1e-9 * o.count
                 for o in ops
             )
             if calls:

@@ -57,8 +57,14 @@ def rows(measured: dict[str, float], predicted: dict[str, float]) -> list[Row]:
 
 
 def validate(
-    path, device: str = "cpu", batch_size: int = 8, precision: str = "fp32", repeats: int = 7,
-    catalog=None, hardware: str | None = None, tick: Callable[[str], None] = lambda s: None,
+    path,
+    device: str = "cpu",
+    batch_size: int = 8,
+    precision: str = "fp32",
+    repeats: int = 7,
+    catalog=None,
+    hardware: str | None = None,
+    tick: Callable[[str], None] = lambda s: None,
 ) -> Validation:
     """Profile `path` on `device` (counting and timing), estimate it on the calibrated device, compare."""
     import torch
@@ -72,11 +78,18 @@ def validate(
         raise UserError(f"--device {device}: validate needs a real device (cpu or cuda)")
     catalog = catalog or api.catalog()
     ident = hardware or calibrated_id(catalog, dev)
-    prof = profile_model(path, batch_size=batch_size, device=dev, precision=precision, warmup=3, repeats=repeats,
-                         tick=tick)
+    prof = profile_model(
+        path, batch_size=batch_size, device=dev, precision=precision, warmup=3, repeats=repeats, tick=tick
+    )
     est = api.estimate(prof, ident, precision=precision, micro_batch=batch_size, cat=catalog)
     t = prof.timing
     measured = {"forward": t.forward_s, "backward": t.backward_s, "optimizer": t.optimizer_s}
     predicted = {p: est.phases[p].seconds for p in PHASES}
-    return Validation(model=prof.name, device=ident, batch_size=batch_size, precision=precision,
-                      threads=torch.get_num_threads() if dev == "cpu" else None, rows=rows(measured, predicted))
+    return Validation(
+        model=prof.name,
+        device=ident,
+        batch_size=batch_size,
+        precision=precision,
+        threads=torch.get_num_threads() if dev == "cpu" else None,
+        rows=rows(measured, predicted),
+    )

@@ -156,16 +156,19 @@ class Efficiency(Strict):
         {}, description="matmul/conv efficiency curve per dtype (fp32, bf16...); overrides `matrix` for that dtype"
     )
     phase_overhead_s: dict[Literal["forward", "backward", "optimizer"], Duration] = Field(
-        {}, description="fixed cost per op in each phase of eager training (module calls, autograd); "
-        "overrides op_overhead_s for that phase"
+        {},
+        description="fixed cost per op in each phase of eager training (module calls, autograd); "
+        "overrides op_overhead_s for that phase",
     )
     conv_by_intensity: Curve | None = Field(
-        None, description="convolution (forward and backward) efficiency by FLOPs per byte of the call; "
-        "depthwise and 1x1 convolutions reach far less than GEMMs of the same size"
+        None,
+        description="convolution (forward and backward) efficiency by FLOPs per byte of the call; "
+        "depthwise and 1x1 convolutions reach far less than GEMMs of the same size",
     )
     op_efficiency: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
-        {}, description="compute efficiency of named aten ops (fused attention, softmax, transcendentals) whose "
-        "cost the FLOP count misjudges; overrides the curves for that op"
+        {},
+        description="compute efficiency of named aten ops (fused attention, softmax, transcendentals) whose "
+        "cost the FLOP count misjudges; overrides the curves for that op",
     )
     calibration_threads: int | None = Field(
         None, ge=1, le=4096, description="torch CPU threads the calibration ran with (validate uses the same)"

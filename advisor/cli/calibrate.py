@@ -63,8 +63,12 @@ def register(app: typer.Typer) -> None:
         device: Annotated[str, typer.Option("--device", help="cpu, or cuda (the first GPU).")] = "cpu",
         output: Annotated[
             Path | None,
-            typer.Option("--output", "-o", help="Overlay YAML to write [default: "
-                         "$XDG_CONFIG_HOME/advisor/catalog/local-<device>.yaml, loaded automatically]."),
+            typer.Option(
+                "--output",
+                "-o",
+                help="Overlay YAML to write [default: "
+                "$XDG_CONFIG_HOME/advisor/catalog/local-<device>.yaml, loaded automatically].",
+            ),
         ] = None,
         threads: Annotated[
             int | None, typer.Option("--threads", help="torch threads (CPU); use the same for validate.")

@@ -25,8 +25,11 @@ def _choice(value: str | None, choices: tuple[str, ...], option: str) -> None:
     if value is not None and value not in choices:
         import difflib
 
-        raise UserError(f"unknown {option} {value!r}", f"use one of {', '.join(choices)}",
-                        difflib.get_close_matches(value, choices, n=2))
+        raise UserError(
+            f"unknown {option} {value!r}",
+            f"use one of {', '.join(choices)}",
+            difflib.get_close_matches(value, choices, n=2),
+        )
 
 
 def summary(profile: Any, path: Path | None) -> dict:
@@ -36,23 +39,43 @@ def summary(profile: Any, path: Path | None) -> dict:
 
     def top(key) -> list[dict]:
         ops = sorted(profile.ops, key=key, reverse=True)[:TOP]
-        return [{"op": o.op, "phase": o.phase, "module": o.module, "dtype": o.dtype, "count": o.count,
-                 "shapes": o.shapes, "flops": o.flops.at(b), "bytes": o.bytes_read.at(b) + o.bytes_written.at(b)}
-                for o in ops]
+        return [
+            {
+                "op": o.op,
+                "phase": o.phase,
+                "module": o.module,
+                "dtype": o.dtype,
+                "count": o.count,
+                "shapes": o.shapes,
+                "flops": o.flops.at(b),
+                "bytes": o.bytes_read.at(b) + o.bytes_written.at(b),
+            }
+            for o in ops
+        ]
 
     return {
         "profile": str(path) if path else None,
-        "name": profile.name, "device": profile.device, "precision": profile.precision,
-        "optimizer": profile.optimizer, "batch_size": b, "parameters": profile.parameters,
-        "tokens_per_sample": profile.tokens_per_sample, "linear_in_batch": profile.linear_in_batch,
-        "flops": {ph: profile.flops(b, ph) for ph in ("forward", "backward", "optimizer")} | {
-            "total": profile.flops(b)},
-        "bytes": {ph: profile.bytes(b, ph) for ph in ("forward", "backward", "optimizer")} | {
-            "total": profile.bytes(b)},
-        "memory": {"parameters": mem.parameter_bytes, "gradients": mem.gradient_bytes,
-                   "optimizer_state": mem.optimizer_state_bytes, "activations": mem.activation_bytes.at(b),
-                   "temporaries": mem.temporary_peak_bytes.at(b), "peak": mem.peak_bytes.at(b),
-                   "measured_peak": mem.measured_peak_bytes},
+        "name": profile.name,
+        "device": profile.device,
+        "precision": profile.precision,
+        "optimizer": profile.optimizer,
+        "batch_size": b,
+        "parameters": profile.parameters,
+        "tokens_per_sample": profile.tokens_per_sample,
+        "linear_in_batch": profile.linear_in_batch,
+        "flops": {ph: profile.flops(b, ph) for ph in ("forward", "backward", "optimizer")}
+        | {"total": profile.flops(b)},
+        "bytes": {ph: profile.bytes(b, ph) for ph in ("forward", "backward", "optimizer")}
+        | {"total": profile.bytes(b)},
+        "memory": {
+            "parameters": mem.parameter_bytes,
+            "gradients": mem.gradient_bytes,
+            "optimizer_state": mem.optimizer_state_bytes,
+            "activations": mem.activation_bytes.at(b),
+            "temporaries": mem.temporary_peak_bytes.at(b),
+            "peak": mem.peak_bytes.at(b),
+            "measured_peak": mem.measured_peak_bytes,
+        },
         "step_time_s": profile.timing.step_time_s if profile.timing else None,
         "top_by_flops": top(lambda o: o.flops.at(b)),
         "top_by_bytes": top(lambda o: o.bytes_read.at(b) + o.bytes_written.at(b)),
@@ -70,8 +93,11 @@ def _table(data: dict) -> None:
         return fmt_count(x) + "FLOP" if x >= 1000 else f"{x:.0f} FLOP"
 
     con = Console()
-    t = Table(title=f"{data['name']}: batch {data['batch_size']}, {data['precision']}, {data['optimizer']}, "
-              f"on {data['device']}", show_header=True)
+    t = Table(
+        title=f"{data['name']}: batch {data['batch_size']}, {data['precision']}, {data['optimizer']}, "
+        f"on {data['device']}",
+        show_header=True,
+    )
     for col in ("", "forward", "backward", "optimizer", "total"):
         t.add_column(col, justify="right" if col else "left")
     t.add_row("FLOPs", *(flops(data["flops"][k]) for k in ("forward", "backward", "optimizer", "total")))
@@ -80,9 +106,15 @@ def _table(data: dict) -> None:
     m = Table(title="memory", show_header=False)
     m.add_column("")
     m.add_column("", justify="right")
-    labels = {"parameters": "parameters", "gradients": "gradients", "optimizer_state": "optimizer state",
-              "activations": "activations (saved)", "temporaries": "temporaries", "peak": "peak",
-              "measured_peak": "measured peak (CUDA)"}
+    labels = {
+        "parameters": "parameters",
+        "gradients": "gradients",
+        "optimizer_state": "optimizer state",
+        "activations": "activations (saved)",
+        "temporaries": "temporaries",
+        "peak": "peak",
+        "measured_peak": "measured peak (CUDA)",
+    }
     for key, label in labels.items():
         if data["memory"].get(key) is not None:
             m.add_row(label, fmt_bytes(data["memory"][key]))
@@ -92,8 +124,15 @@ def _table(data: dict) -> None:
         for col in ("op", "phase", "module", "dtype", "calls", "FLOPs", "bytes"):
             o.add_column(col, justify="right" if col in ("calls", "FLOPs", "bytes") else "left")
         for r in data[key]:
-            o.add_row(r["op"], r["phase"], r["module"] or "-", r["dtype"], str(r["count"]), flops(r["flops"]),
-                      fmt_bytes(r["bytes"]))
+            o.add_row(
+                r["op"],
+                r["phase"],
+                r["module"] or "-",
+                r["dtype"],
+                str(r["count"]),
+                flops(r["flops"]),
+                fmt_bytes(r["bytes"]),
+            )
         con.print(o)
     extra = f"parameters {fmt_count(data['parameters'])}"
     if data["tokens_per_sample"]:
@@ -114,8 +153,13 @@ class _Progress:
             from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                                console=Console(stderr=True), transient=True)
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
             self.task = self.bar.add_task("profiling", total=self.STAGES + 1)
 
     def __enter__(self):
@@ -135,21 +179,34 @@ class _Progress:
 def register(app: typer.Typer) -> None:
     @app.command("profile")
     def profile_cmd(
-        model: Annotated[Path, typer.Argument(help="Model file (Python, executed) defining build_model() and "
-                                              "example_batch(batch_size).")],
+        model: Annotated[
+            Path,
+            typer.Argument(help="Model file (Python, executed) defining build_model() and example_batch(batch_size)."),
+        ],
         batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Samples per step.")] = 8,
-        device: Annotated[str, typer.Option(help="auto (a local GPU, else the CPU), cuda, cpu, or meta "
-                                            "(counts without allocating anything).")] = "auto",
+        device: Annotated[
+            str,
+            typer.Option(
+                help="auto (a local GPU, else the CPU), cuda, cpu, or meta (counts without allocating anything)."
+            ),
+        ] = "auto",
         precision: Annotated[str, typer.Option(help="fp32, tf32, bf16-mixed, fp16-mixed or bf16.")] = "fp32",
-        optimizer: Annotated[str | None, typer.Option(help="adamw, adam or sgd (default: the file's "
-                                                      "make_optimizer, else adamw).")] = None,
+        optimizer: Annotated[
+            str | None, typer.Option(help="adamw, adam or sgd (default: the file's make_optimizer, else adamw).")
+        ] = None,
         name: Annotated[str | None, typer.Option(help="Profile name (default: the model file's name).")] = None,
-        output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the profile "
-                                                    "(default: profiles/NAME.yaml).")] = None,
+        output: Annotated[
+            Path | None,
+            typer.Option("--output", "-o", help="Where to write the profile (default: profiles/NAME.yaml)."),
+        ] = None,
         plot: PlotOpt = None,
-        plot_hardware: Annotated[str | None, typer.Option(
-            help="Device or instance whose roofline --plot draws (default: the profiling device, when the "
-                 "catalog knows it).")] = None,
+        plot_hardware: Annotated[
+            str | None,
+            typer.Option(
+                help="Device or instance whose roofline --plot draws (default: the profiling device, when the "
+                "catalog knows it)."
+            ),
+        ] = None,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
     ) -> None:
@@ -160,8 +217,10 @@ def register(app: typer.Typer) -> None:
         if batch_size < 1:
             raise UserError(f"--batch-size must be at least 1, got {batch_size}")
         if not model.is_file():
-            raise UserError(f"model file {model} does not exist" if not model.exists() else
-                            f"{model} is not a file", "give the path of a .py model file")
+            raise UserError(
+                f"model file {model} does not exist" if not model.exists() else f"{model} is not a file",
+                "give the path of a .py model file",
+            )
         path = output or Path("profiles") / f"{name or model.stem}.yaml"
         if output is None and not path.parent.exists():
             check_writable(path.parent, "profile")  # profiles/ will be created in a writable folder
@@ -169,8 +228,10 @@ def register(app: typer.Typer) -> None:
             check_writable(path, "profile")
         check_plot(plot)
         if plot is not None and plot_hardware is None and device == "meta":
-            raise UserError("--plot on the meta device needs --plot-hardware NAME (meta has no roofline)",
-                            "e.g. --plot-hardware h100")
+            raise UserError(
+                "--plot on the meta device needs --plot-hardware NAME (meta has no roofline)",
+                "e.g. --plot-hardware h100",
+            )
         if plot is not None and plot_hardware is not None:
             from advisor import api
 
@@ -188,8 +249,10 @@ def register(app: typer.Typer) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         save_profile(prof, path)
         if prof.uncounted_ops:
-            note(f"{len(prof.uncounted_ops)} op(s) have no FLOP formula and count 0 FLOPs: "
-                 f"{', '.join(prof.uncounted_ops[:6])}")
+            note(
+                f"{len(prof.uncounted_ops)} op(s) have no FLOP formula and count 0 FLOPs: "
+                f"{', '.join(prof.uncounted_ops[:6])}"
+            )
         if not prof.linear_in_batch:
             note(f"cost is not linear in the batch size: {prof.linear_reason}")
         if plot is not None:
@@ -204,8 +267,10 @@ def _plot(path: Path, prof: Any, hardware: str | None, catalog: list[Path] | Non
     cat = api.catalog(catalog)
     hardware = hardware or (prof.timing.catalog_device if prof.timing else None)
     if hardware is None:
-        note("--plot skipped: the profiling device is not in the catalog; give --plot-hardware NAME "
-             "(the profile is saved)")
+        note(
+            "--plot skipped: the profiling device is not in the catalog; give --plot-hardware NAME "
+            "(the profile is saved)"
+        )
         return
     device = api.resolve_hardware(cat, hardware)[0]
     plot_roofline(path, prof, device, cat, prof.precision, prof.batch_size)

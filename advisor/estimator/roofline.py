@@ -84,7 +84,11 @@ CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution"
 
 
 def compute_efficiency(
-    eff: Efficiency, category: str, dtype: str, flops_per_call: float, op: str | None = None,
+    eff: Efficiency,
+    category: str,
+    dtype: str,
+    flops_per_call: float,
+    op: str | None = None,
     bytes_per_call: float = 0.0,
 ) -> float:
     """η of a compute-bound op. A matmul-class op follows a matmul curve (the calibrated one of its dtype

@@ -22,9 +22,18 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from advisor.profiler.registry import Call, Entry, lookup
 
 DTYPES = {
-    torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
-    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
-    torch.bool: "bool", torch.complex64: "complex64", torch.complex128: "complex128",
+    torch.float32: "fp32",
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+    torch.float64: "fp64",
+    torch.int64: "int64",
+    torch.int32: "int32",
+    torch.int16: "int16",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
+    torch.bool: "bool",
+    torch.complex64: "complex64",
+    torch.complex128: "complex128",
 }
 for _name in ("float8_e4m3fn", "float8_e5m2"):
     if hasattr(torch, _name):
@@ -79,8 +88,13 @@ class Memory:
 class Counter(TorchDispatchMode):
     """Use as a context manager around one training step; set `.phase` before each phase."""
 
-    def __init__(self, model: torch.nn.Module | None = None, blocks: list[torch.nn.Module] = (), tf32: bool = False,
-                 preexisting: list = ()):
+    def __init__(
+        self,
+        model: torch.nn.Module | None = None,
+        blocks: list[torch.nn.Module] = (),
+        tf32: bool = False,
+        preexisting: list = (),
+    ):
         super().__init__()
         model = model if model is not None else torch.nn.Module()
         self.phase = "forward"

@@ -18,8 +18,11 @@ def resolve_device(name: str) -> str:
     if name not in DEVICES:
         import difflib
 
-        raise UserError(f"unknown --device {name!r}", f"use one of {', '.join(DEVICES)}",
-                        difflib.get_close_matches(name, DEVICES, n=2))
+        raise UserError(
+            f"unknown --device {name!r}",
+            f"use one of {', '.join(DEVICES)}",
+            difflib.get_close_matches(name, DEVICES, n=2),
+        )
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
@@ -33,17 +36,24 @@ def check_precision(precision: str, device: str) -> None:
     if precision not in PRECISIONS:
         import difflib
 
-        raise UserError(f"unknown --precision {precision!r}", f"use one of {', '.join(PRECISIONS)}",
-                        difflib.get_close_matches(precision, PRECISIONS, n=2))
+        raise UserError(
+            f"unknown --precision {precision!r}",
+            f"use one of {', '.join(PRECISIONS)}",
+            difflib.get_close_matches(precision, PRECISIONS, n=2),
+        )
     if device == "cpu" and precision == "tf32":
-        raise UserError("--precision tf32 needs an NVIDIA GPU (Ampere or newer); the CPU cannot run it",
-                        "use fp32 or bf16-mixed on the CPU, or --device meta to count for a GPU")
+        raise UserError(
+            "--precision tf32 needs an NVIDIA GPU (Ampere or newer); the CPU cannot run it",
+            "use fp32 or bf16-mixed on the CPU, or --device meta to count for a GPU",
+        )
     if device == "cuda":
         major, _ = torch.cuda.get_device_capability()
         if precision in ("tf32", "bf16-mixed", "bf16") and major < 8:
             name = torch.cuda.get_device_name()
-            raise UserError(f"--precision {precision} needs compute capability 8.0 or newer; {name} has {major}.x",
-                            "use fp32 or fp16-mixed on this GPU, or --device meta")
+            raise UserError(
+                f"--precision {precision} needs compute capability 8.0 or newer; {name} has {major}.x",
+                "use fp32 or fp16-mixed on this GPU, or --device meta",
+            )
 
 
 def low_dtype(precision: str):

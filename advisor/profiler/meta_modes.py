@@ -17,17 +17,71 @@ from torch.overrides import TorchFunctionMode
 aten = torch.ops.aten
 T = torch.Tensor
 LOWER = {
-    F.linear, torch.matmul, T.matmul, T.__matmul__, T.__rmatmul__, torch.mm, T.mm, torch.bmm, T.bmm,
-    torch.addmm, T.addmm, torch.baddbmm, T.baddbmm, torch.addbmm, torch.mv, T.mv, torch.addmv, torch.chain_matmul,
-    F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d, F.prelu,
+    F.linear,
+    torch.matmul,
+    T.matmul,
+    T.__matmul__,
+    T.__rmatmul__,
+    torch.mm,
+    T.mm,
+    torch.bmm,
+    T.bmm,
+    torch.addmm,
+    T.addmm,
+    torch.baddbmm,
+    T.baddbmm,
+    torch.addbmm,
+    torch.mv,
+    T.mv,
+    torch.addmv,
+    torch.chain_matmul,
+    F.conv1d,
+    F.conv2d,
+    F.conv3d,
+    F.conv_transpose1d,
+    F.conv_transpose2d,
+    F.conv_transpose3d,
+    F.prelu,
     F.scaled_dot_product_attention,
 }
 FP32 = {
-    F.softmax, torch.softmax, T.softmax, F.log_softmax, torch.log_softmax, T.log_softmax, F.layer_norm,
-    F.group_norm, F.cross_entropy, F.nll_loss, F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.kl_div,
-    F.binary_cross_entropy_with_logits, F.softplus, F.normalize, torch.exp, T.exp, torch.log, T.log, torch.pow,
-    T.pow, T.__pow__, torch.sum, T.sum, torch.cumsum, T.cumsum, torch.prod, torch.rsqrt, T.rsqrt, torch.norm,
-    T.norm, torch.reciprocal, torch.log1p, torch.expm1, torch.cdist,
+    F.softmax,
+    torch.softmax,
+    T.softmax,
+    F.log_softmax,
+    torch.log_softmax,
+    T.log_softmax,
+    F.layer_norm,
+    F.group_norm,
+    F.cross_entropy,
+    F.nll_loss,
+    F.mse_loss,
+    F.l1_loss,
+    F.smooth_l1_loss,
+    F.kl_div,
+    F.binary_cross_entropy_with_logits,
+    F.softplus,
+    F.normalize,
+    torch.exp,
+    T.exp,
+    torch.log,
+    T.log,
+    torch.pow,
+    T.pow,
+    T.__pow__,
+    torch.sum,
+    T.sum,
+    torch.cumsum,
+    T.cumsum,
+    torch.prod,
+    torch.rsqrt,
+    T.rsqrt,
+    torch.norm,
+    T.norm,
+    torch.reciprocal,
+    torch.log1p,
+    torch.expm1,
+    torch.cdist,
 }
 
 
@@ -38,9 +92,7 @@ def fused_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sca
         rep = q.shape[-3] // k.shape[-3]
         k, v = k.repeat_interleave(rep, dim=-3), v.repeat_interleave(rep, dim=-3)
     if attn_mask is not None and attn_mask.dtype == torch.bool:
-        attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype, device=q.device).masked_fill(
-            ~attn_mask, float("-inf")
-        )
+        attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype, device=q.device).masked_fill(~attn_mask, float("-inf"))
     if attn_mask is not None:
         attn_mask = attn_mask.expand(*q.shape[:-2], q.shape[-2], k.shape[-2])
     grad = q.requires_grad or k.requires_grad or v.requires_grad

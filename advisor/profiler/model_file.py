@@ -66,9 +66,7 @@ def load_model_file(path: str | Path) -> ModelFile:
         if fn is not None and not callable(fn):
             raise UserError(f"{path}: {name} is not a function", f"define it as def {name}(...)")
         optional[name] = fn
-    return ModelFile(
-        path, hashlib.sha256(source).hexdigest(), module.build_model, module.example_batch, **optional
-    )
+    return ModelFile(path, hashlib.sha256(source).hexdigest(), module.build_model, module.example_batch, **optional)
 
 
 def is_oom(exc: BaseException) -> bool:

@@ -40,8 +40,17 @@ def _shapes(shapes: tuple) -> str:
 
 def _record(key: tuple, count: int, lin: dict[str, Linear]) -> OpRecord:
     name, shapes, dtype, phase, module, category, uncounted = key
-    return OpRecord(op=name, phase=phase, category=category, dtype=dtype, module=module, count=count,
-                    shapes=_shapes(shapes), uncounted=uncounted, **lin)
+    return OpRecord(
+        op=name,
+        phase=phase,
+        category=category,
+        dtype=dtype,
+        module=module,
+        count=count,
+        shapes=_shapes(shapes),
+        uncounted=uncounted,
+        **lin,
+    )
 
 
 def fit(a: StepResult, b: StepResult) -> tuple[list[OpRecord], bool, str | None]:
@@ -51,8 +60,10 @@ def fit(a: StepResult, b: StepResult) -> tuple[list[OpRecord], bool, str | None]
     shapes coincide at one batch size only (a batch of 4 and a layer of width 4) are still told apart.
     """
     if _signature(a) != _signature(b):
-        reason = (f"the ops run at batch {a.batch_size} and at batch {b.batch_size} differ "
-                  "(the model branches on the batch size)")
+        reason = (
+            f"the ops run at batch {a.batch_size} and at batch {b.batch_size} differ "
+            "(the model branches on the batch size)"
+        )
         return _proportional(a), False, reason
     groups: dict[tuple[int, int], list] = {}
     for ca, cb in zip(a.calls, b.calls, strict=True):
@@ -60,8 +71,12 @@ def fit(a: StepResult, b: StepResult) -> tuple[list[OpRecord], bool, str | None]
         if g is None:
             g = groups[(ca[0], cb[0])] = [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
         g[0] += 1
-        g[1] += ca[1]; g[2] += ca[2]; g[3] += ca[3]  # noqa: E702
-        g[4] += cb[1]; g[5] += cb[2]; g[6] += cb[3]  # noqa: E702
+        g[1] += ca[1]
+        g[2] += ca[2]
+        g[3] += ca[3]  # noqa: E702
+        g[4] += cb[1]
+        g[5] += cb[2]
+        g[6] += cb[3]  # noqa: E702
     records, reason = [], None
     for (ia, _), g in groups.items():
         key, lin = a.keys[ia], {}
@@ -79,7 +94,10 @@ def _proportional(a: StepResult) -> list[OpRecord]:
     sums: dict[int, list] = {}
     for c in a.calls:
         s = sums.setdefault(c[0], [0, 0.0, 0.0, 0.0])
-        s[0] += 1; s[1] += c[1]; s[2] += c[2]; s[3] += c[3]  # noqa: E702
+        s[0] += 1
+        s[1] += c[1]
+        s[2] += c[2]
+        s[3] += c[3]  # noqa: E702
     out = []
     for i, s in sums.items():
         key = a.keys[i]
@@ -106,8 +124,9 @@ def batch_points(batch_size: int) -> tuple[int, int]:
     return batch_size, 2 * batch_size
 
 
-def time_steps(mf, device: str, batch_size: int, precision: str, optimizer: str | None, warmup: int,
-               repeats: int) -> Timing:
+def time_steps(
+    mf, device: str, batch_size: int, precision: str, optimizer: str | None, warmup: int, repeats: int
+) -> Timing:
     """Real training steps, without the counter: `warmup` untimed, then the median of `repeats`."""
     import contextlib
 
@@ -143,16 +162,27 @@ def time_steps(mf, device: str, batch_size: int, precision: str, optimizer: str 
                 phases.append((t1 - t0, t2 - t1, t3 - t2))
     name = torch.cuda.get_device_name() if device == "cuda" else cpu_name()
     return Timing(
-        device_name=name, catalog_device=catalog_id(name), batch_size=batch_size, warmup=warmup,
-        repeats=repeats, step_time_s=statistics.median(sum(p) for p in phases),
-        forward_s=statistics.median(p[0] for p in phases), backward_s=statistics.median(p[1] for p in phases),
+        device_name=name,
+        catalog_device=catalog_id(name),
+        batch_size=batch_size,
+        warmup=warmup,
+        repeats=repeats,
+        step_time_s=statistics.median(sum(p) for p in phases),
+        forward_s=statistics.median(p[0] for p in phases),
+        backward_s=statistics.median(p[1] for p in phases),
         optimizer_s=statistics.median(p[2] for p in phases),
     )
 
 
 def profile_model(
-    path: str | Path, batch_size: int = 8, device: str = "meta", precision: str = "fp32",
-    optimizer: str | None = None, name: str | None = None, warmup: int = 2, repeats: int = 5,
+    path: str | Path,
+    batch_size: int = 8,
+    device: str = "meta",
+    precision: str = "fp32",
+    optimizer: str | None = None,
+    name: str | None = None,
+    warmup: int = 2,
+    repeats: int = 5,
     tick: Callable[[str], None] = lambda s: None,
 ) -> Profile:
     """Count (and on a real device, time) one training step of the model in `path`."""
@@ -191,8 +221,11 @@ def profile_model(
     notes = list(first.notes)
     if dev == "meta":
         notes.append("profiled on meta: attention as the fused GPU kernels; mixed precision per CUDA autocast lists")
-    fixed = {"parameter_bytes": first.parameter_bytes, "gradient_bytes": first.gradient_bytes,
-             "optimizer_state_bytes": first.optimizer_state_bytes}
+    fixed = {
+        "parameter_bytes": first.parameter_bytes,
+        "gradient_bytes": first.gradient_bytes,
+        "optimizer_state_bytes": first.optimizer_state_bytes,
+    }
     resident = sum(fixed.values())
 
     def temporary(r: StepResult) -> float:
@@ -204,20 +237,43 @@ def profile_model(
         checkpoint_bytes=_mem_fit(first, second, linear, lambda r: r.checkpoint_bytes),
         temporary_peak_bytes=_mem_fit(first, second, linear, temporary),
         peak_bytes=_mem_fit(first, second, linear, lambda r: r.peak_bytes),
-        measured_peak_bytes=measured, nvml=nvml_info() if dev == "cuda" else None,
+        measured_peak_bytes=measured,
+        nvml=nvml_info() if dev == "cuda" else None,
     )
     timing = None
     if dev in ("cpu", "cuda") and repeats > 0:
         tick("timing")
-        timing = call_user(lambda: time_steps(mf, dev, batch_size, precision, optimizer, warmup, repeats),
-                           mf.path, "timing training steps", batch_size, dev)
+        timing = call_user(
+            lambda: time_steps(mf, dev, batch_size, precision, optimizer, warmup, repeats),
+            mf.path,
+            "timing training steps",
+            batch_size,
+            dev,
+        )
     uncounted = sorted({o.op for o in ops if o.uncounted})
     return Profile(
-        schema_version=SCHEMA_VERSION, name=name or mf.path.stem, model_file=mf.path.name,
-        model_sha256=mf.sha256, created=now_iso(), advisor_version=__version__,
-        torch_version=torch.__version__.split("+")[0], device=dev, precision=precision,
-        optimizer=first.optimizer, profiled_batch_sizes=[b1, b2], batch_size=batch_size,
-        input_shapes=first.input_shapes, tokens_per_sample=first.tokens_per_sample, linear_in_batch=linear,
-        linear_reason=reason, parameters=first.parameters, trainable_parameters=first.trainable, memory=memory,
-        ops=ops, uncounted_ops=uncounted, view_ops=first.view_ops, timing=timing, notes=notes,
+        schema_version=SCHEMA_VERSION,
+        name=name or mf.path.stem,
+        model_file=mf.path.name,
+        model_sha256=mf.sha256,
+        created=now_iso(),
+        advisor_version=__version__,
+        torch_version=torch.__version__.split("+")[0],
+        device=dev,
+        precision=precision,
+        optimizer=first.optimizer,
+        profiled_batch_sizes=[b1, b2],
+        batch_size=batch_size,
+        input_shapes=first.input_shapes,
+        tokens_per_sample=first.tokens_per_sample,
+        linear_in_batch=linear,
+        linear_reason=reason,
+        parameters=first.parameters,
+        trainable_parameters=first.trainable,
+        memory=memory,
+        ops=ops,
+        uncounted_ops=uncounted,
+        view_ops=first.view_ops,
+        timing=timing,
+        notes=notes,
     )

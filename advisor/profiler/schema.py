@@ -91,8 +91,10 @@ class Memory(Strict):
     temporary_peak_bytes: Linear = Field(
         description="peak minus parameters, gradients, optimizer state and activations (at least 0)"
     )
-    peak_bytes: Linear = Field(description="peak of all live tensors during a steady-state step (the optimizer state "
-                                           "resident from the previous step), parameters included")
+    peak_bytes: Linear = Field(
+        description="peak of all live tensors during a steady-state step (the optimizer state "
+        "resident from the previous step), parameters included"
+    )
     measured_peak_bytes: float | None = Field(None, description="torch.cuda.max_memory_allocated (CUDA only)")
     nvml: NvmlInfo | None = None
 

@@ -99,8 +99,10 @@ def _loss_of(out: Any) -> torch.Tensor:
     elif isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
         out = out[0]
     if not isinstance(out, torch.Tensor):
-        raise UserError(f"the model returned {type(out).__name__}, not a tensor",
-                        "define training_step(model, batch) -> loss in the model file")
+        raise UserError(
+            f"the model returned {type(out).__name__}, not a tensor",
+            "define training_step(model, batch) -> loss in the model file",
+        )
     return out.float().mean() if out.dim() else out.float()
 
 
@@ -108,8 +110,10 @@ def forward_loss(mf: ModelFile, model, batch) -> torch.Tensor:
     if mf.training_step is not None:
         loss = mf.training_step(model, batch)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-            raise UserError(f"training_step in {mf.path.name} returned {type(loss).__name__}, not a scalar loss",
-                            "return the loss tensor")
+            raise UserError(
+                f"training_step in {mf.path.name} returned {type(loss).__name__}, not a scalar loss",
+                "return the loss tensor",
+            )
         return loss
     if isinstance(batch, dict):
         return _loss_of(model(**batch))
@@ -124,18 +128,23 @@ def build(mf: ModelFile, device: str, batch_size: int, precision: str, optimizer
     with torch.device(device):
         model = call_user(mf.build_model, path, "build_model()", device=device)
     if not isinstance(model, torch.nn.Module):
-        raise UserError(f"build_model() in {path.name} returned {type(model).__name__}, not a torch.nn.Module",
-                        "return the model, e.g. return MyModel()")
+        raise UserError(
+            f"build_model() in {path.name} returned {type(model).__name__}, not a torch.nn.Module",
+            "return the model, e.g. return MyModel()",
+        )
     model = model.to(device)
     if precision == "bf16":
         model = model.to(torch.bfloat16)
     model.train()
     with torch.device(device):
-        batch = call_user(lambda: mf.example_batch(batch_size), path, f"example_batch({batch_size})",
-                          batch_size, device)
+        batch = call_user(
+            lambda: mf.example_batch(batch_size), path, f"example_batch({batch_size})", batch_size, device
+        )
     if not isinstance(batch, (torch.Tensor, tuple, list, dict)):
-        raise UserError(f"example_batch() in {path.name} returned {type(batch).__name__}",
-                        "return a Tensor, a tuple (positional arguments) or a dict (keyword arguments)")
+        raise UserError(
+            f"example_batch() in {path.name} returned {type(batch).__name__}",
+            "return a Tensor, a tuple (positional arguments) or a dict (keyword arguments)",
+        )
     batch = _to_device(batch, device, precision == "bf16")
     params = [p for p in model.parameters() if p.requires_grad]
     if mf.make_optimizer is not None and optimizer is None:
@@ -158,8 +167,14 @@ def _unique_bytes(tensors) -> int:
     return total
 
 
-def run_step(mf: ModelFile, device: str, batch_size: int, precision: str, optimizer: str | None,
-             tick: Callable[[str], None] = lambda s: None) -> StepResult:
+def run_step(
+    mf: ModelFile,
+    device: str,
+    batch_size: int,
+    precision: str,
+    optimizer: str | None,
+    tick: Callable[[str], None] = lambda s: None,
+) -> StepResult:
     model, batch, opt, opt_name = build(mf, device, batch_size, precision, optimizer)
     inputs = flat_tensors(batch)
     pre = list(model.parameters()) + list(model.buffers()) + [t for _, t in inputs]
@@ -179,8 +194,10 @@ def run_step(mf: ModelFile, device: str, batch_size: int, precision: str, optimi
             loss = call_user(lambda: forward_loss(mf, model, batch), mf.path, what, batch_size, device)
         counter.flush()
         if not loss.requires_grad:
-            raise UserError("the loss does not require grad: no parameter takes part in it",
-                            "check that build_model() returns the trained model and the loss uses its output")
+            raise UserError(
+                "the loss does not require grad: no parameter takes part in it",
+                "check that build_model() returns the trained model and the loss uses its output",
+            )
         tick("backward")
         counter.phase = "backward"
         call_user(loss.backward, mf.path, "the backward pass", batch_size, device)
@@ -198,15 +215,25 @@ def run_step(mf: ModelFile, device: str, batch_size: int, precision: str, optimi
     if not blocks:
         notes.append("no repeated blocks found: checkpoint_bytes equals activation_bytes")
     return StepResult(
-        batch_size=batch_size, keys=list(counter.keys), calls=counter.calls, view_ops=counter.view_ops,
-        parameters=sum(p.numel() for p in model.parameters()), trainable=sum(p.numel() for p in trainable),
+        batch_size=batch_size,
+        keys=list(counter.keys),
+        calls=counter.calls,
+        view_ops=counter.view_ops,
+        parameters=sum(p.numel() for p in model.parameters()),
+        trainable=sum(p.numel() for p in trainable),
         parameter_bytes=_unique_bytes(model.parameters()),
         gradient_bytes=_unique_bytes(p.grad for p in trainable if p.grad is not None),
-        optimizer_state_bytes=_unique_bytes(state), activation_bytes=mem.saved, checkpoint_bytes=checkpoint,
+        optimizer_state_bytes=_unique_bytes(state),
+        activation_bytes=mem.saved,
+        checkpoint_bytes=checkpoint,
         # a steady-state step: the optimizer state, created lazily by this first step, is already resident
         # during the next steps' forward and backward
         peak_bytes=max(mem.peak, mem.peak_before_optimizer + _unique_bytes(state)),
         input_shapes=[f"{n}: [{', '.join(map(str, t.shape))}] {dtype_name(t.dtype)}" for n, t in inputs],
         tokens_per_sample=(ints[0].numel() // ints[0].shape[0]) if ints else None,
-        optimizer=opt_name, notes=notes, model=model, batch=batch, opt=opt,
+        optimizer=opt_name,
+        notes=notes,
+        model=model,
+        batch=batch,
+        opt=opt,
     )

@@ -14,8 +14,9 @@ class ViT(nn.Module):
         self.patch = nn.Conv2d(3, DIM, PATCH, PATCH)
         self.cls = nn.Parameter(torch.zeros(1, 1, DIM))
         self.pos = nn.Parameter(torch.zeros(1, (32 // PATCH) ** 2 + 1, DIM))
-        layer = nn.TransformerEncoderLayer(DIM, HEADS, 4 * DIM, dropout=0.0, activation="gelu",
-                                           batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            DIM, HEADS, 4 * DIM, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
         self.norm, self.head = nn.LayerNorm(DIM), nn.Linear(DIM, 10)
 

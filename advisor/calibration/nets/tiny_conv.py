@@ -9,11 +9,19 @@ CHANNELS, SIDE = 4, 8
 
 def build_model():
     return nn.Sequential(
-        nn.Conv2d(3, CHANNELS, 3, padding=1), nn.BatchNorm2d(CHANNELS), nn.ReLU(),
-        nn.Conv2d(CHANNELS, CHANNELS, 3, padding=1), nn.BatchNorm2d(CHANNELS), nn.ReLU(),
+        nn.Conv2d(3, CHANNELS, 3, padding=1),
+        nn.BatchNorm2d(CHANNELS),
+        nn.ReLU(),
+        nn.Conv2d(CHANNELS, CHANNELS, 3, padding=1),
+        nn.BatchNorm2d(CHANNELS),
+        nn.ReLU(),
         nn.MaxPool2d(2),
-        nn.Conv2d(CHANNELS, CHANNELS, 3, padding=1), nn.BatchNorm2d(CHANNELS), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(CHANNELS, 10),
+        nn.Conv2d(CHANNELS, CHANNELS, 3, padding=1),
+        nn.BatchNorm2d(CHANNELS),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(CHANNELS, 10),
     )
 
 

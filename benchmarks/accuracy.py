@@ -35,6 +35,13 @@ CASES = [
     ("lstm", (8, 32)),
     ("gpt", (4, 16)),
     ("vit", (8, 32)),
+    ("cnn", (32, 64)),
+    ("unet", (8, 16)),
+    ("conv3d", (8, 16)),
+    ("gru", (8, 32)),
+    ("encoder", (4, 16)),
+    ("recommender", (256, 1024)),
+    ("gnnet", (4, 16)),
 ]
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 

@@ -188,6 +188,32 @@ class Efficiency(Strict):
     calibration_threads: int | None = Field(
         None, ge=1, le=4096, description="torch CPU threads the calibration ran with (validate uses the same)"
     )
+    matmul_by_intensity: Curve | None = Field(
+        None,
+        description="cap on matmul efficiency by FLOPs per byte of the call: a GEMM with a small dimension "
+        "(a small batch, one recurrent step) streams its weights for few FLOPs and reaches far less than a "
+        "square GEMM of the same FLOPs",
+    )
+    conv_backward_by_intensity: Curve | None = Field(
+        None, description="as conv_by_intensity, for convolution_backward (input and weight gradients)"
+    )
+    op_curves: dict[str, Curve] = Field(
+        {},
+        description="efficiency of named aten ops by bytes per call, against the op's own roofline at the "
+        "device's peaks (max(FLOPs / vector peak, bytes / bandwidth)): normalisations, pooling, embedding "
+        "gathers and scatters, dropout, optimizer updates; overrides the generic curves for that op",
+    )
+    min_op_s: dict[str, Duration] = Field(
+        {},
+        description="least time of one call of these aten ops beyond the per-op overhead: a library call "
+        "(a GEMM, a convolution) has a setup cost that no efficiency at its size describes",
+    )
+    module_overhead_s: Duration | None = Field(
+        None, description="fixed cost of one nn.Module call in the forward pass (Python), besides its ops"
+    )
+    calibration_warnings: list[str] = Field(
+        [], description="what `advisor calibrate` found suspicious (a busy machine): empty for a clean run"
+    )
 
     @staticmethod
     def at(curve: list[Step], size: float) -> float:

@@ -22,7 +22,7 @@ from advisor.errors import UserError
 from advisor.estimator.comm import Fabric, check_fabric, collective_parts, collective_time, fabric_for
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.memory import Memory, max_micro_batch, memory_for, repeated_blocks
-from advisor.estimator.roofline import profile_op_time
+from advisor.estimator.roofline import profile_op_time, step_bytes, step_overhead
 from advisor.profiler.schema import Profile
 from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, PARAM_BYTES
 
@@ -82,13 +82,18 @@ def _bound(phase: Phase) -> str:
 def phase_times(profile: Profile, device: Device, eff: Efficiency, precision: str, micro: int) -> dict[str, Phase]:
     """Roofline time of each phase (forward, backward, optimizer) at micro-batch `micro` on one device."""
     sums: dict[str, list[float]] = {}
+    moved = step_bytes(profile, micro)
     for op in profile.ops:
         # integer and bool ops (BatchNorm's step counter) have no catalog peak: roofline.peak_for gives them
         # the vector units' fp32 rate
-        t = profile_op_time(op, device, eff, profile.precision, precision, micro)
+        t = profile_op_time(op, device, eff, profile.precision, precision, micro, moved)
         acc = sums.setdefault(op.phase, [0.0] * 6)
         for i, value in enumerate((t.seconds, t.compute_s, t.memory_s, t.overhead_s, t.flops, t.bytes)):
             acc[i] += value
+    for name, seconds in step_overhead(profile, eff).items():
+        acc = sums.setdefault(name, [0.0] * 6)
+        acc[0] += seconds
+        acc[3] += seconds
     phases = {}
     for name in ("forward", "backward", "optimizer"):
         s, c, m, o, f, b = sums.get(name, [0.0] * 6)

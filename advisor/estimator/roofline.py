@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.catalog.schema import Device, Efficiency
-from advisor.profiler.schema import OpRecord
+from advisor.profiler.schema import OpRecord, Profile
 from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, DTYPES, FLOAT_DTYPES, canonical_dtype
 
 
@@ -82,7 +82,9 @@ def overhead_for(eff: Efficiency, phase: str | None) -> float:
     return eff.phase_overhead_s.get(phase, eff.op_overhead_s) if phase else eff.op_overhead_s
 
 
-CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution")
+CONV_FORWARD = ("aten.convolution", "aten._convolution")
+CONV_OPS = (*CONV_FORWARD, "aten.convolution_backward")
+GEMM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.matmul", "aten.linear")
 
 
 def compute_efficiency(
@@ -95,17 +97,29 @@ def compute_efficiency(
 ) -> float:
     """η of a compute-bound op. A matmul-class op follows a matmul curve (the calibrated one of its dtype
     where there is one) even when it lands on the vector units, as fp32 GEMMs do on a CPU: its efficiency
-    still grows with its size. Elementwise and reduction work gets the flat vector figure."""
+    still grows with its size. Elementwise and reduction work gets the flat vector figure.
+
+    Size is not the whole story: at the same FLOPs a GEMM with one small dimension (a small batch, one
+    recurrent step) moves far more bytes per FLOP than a square one, and a convolution's efficiency follows
+    its arithmetic intensity too (a depthwise 3x3 does 9 multiply-adds per element and is starved, a dense
+    3x3 behaves like a GEMM). Where the profile has an intensity curve, η is the lower of the two."""
     if op in eff.op_efficiency:
         return eff.op_efficiency[op]
     if category != "matrix":
         return eff.vector
-    if op in CONV_OPS and eff.conv_by_intensity and bytes_per_call > 0:
-        # A convolution's efficiency follows its arithmetic intensity (FLOPs per byte): a depthwise 3x3
-        # does 9 multiply-adds per element and is starved, a dense 3x3 behaves like a GEMM.
-        return Efficiency.at(eff.conv_by_intensity, flops_per_call / bytes_per_call)
     curve = eff.matrix_by_dtype.get(dtype) or eff.matrix_by_dtype.get("fp32" if dtype == "tf32" else "") or eff.matrix
-    return Efficiency.at(curve, flops_per_call)
+    by_size = Efficiency.at(curve, flops_per_call)
+    if bytes_per_call <= 0:
+        return by_size
+    intensity = flops_per_call / bytes_per_call
+    if op in CONV_OPS:
+        cap = eff.conv_backward_by_intensity if op == "aten.convolution_backward" else None
+        cap = cap or eff.conv_by_intensity
+        if cap:
+            return Efficiency.at(cap, intensity)
+    elif eff.matmul_by_intensity and op in GEMM_OPS:
+        return min(by_size, Efficiency.at(eff.matmul_by_intensity, intensity))
+    return by_size
 
 
 def op_time(
@@ -118,17 +132,32 @@ def op_time(
     dtype: str,
     phase: str | None = None,
     op: str | None = None,
+    reuse_bytes: float = 0.0,
 ) -> OpTime:
-    """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`."""
+    """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`.
+
+    Memory efficiency is looked up by the bytes of one call, or by `reuse_bytes` when that is larger: the
+    bytes the step touches between two uses of this op's data (an optimizer update finds its parameters and
+    state where the whole last step left them, not in the cache a call of its own size would)."""
     calls = max(count, 1.0)
     f_call, b_call = flops / calls, nbytes / calls
+    b_look = max(b_call, reuse_bytes)
     overhead = overhead_for(eff, phase) * calls
-    t_mem = b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_call)) if b_call > 0 else 0.0
-    t_cmp, unit = 0.0, "memory"
-    if f_call > 0 and category != "memory":
-        peak, unit = peak_for(device, dtype, category)
-        t_cmp = f_call / (peak * compute_efficiency(eff, category, dtype, f_call, op, b_call))
-    body = max(t_cmp, t_mem) * calls
+    curve = eff.op_curves.get(op) if op else None
+    if curve:
+        # a measured op: its own roofline at the device's peaks, over the efficiency measured at this size
+        peak, unit = peak_for(device, dtype, "vector")
+        unit = unit if f_call > 0 and category != "memory" else "memory"
+        eta = Efficiency.at(curve, b_look)
+        t_cmp = f_call / (peak * eta) if f_call > 0 and category != "memory" else 0.0
+        t_mem = b_call / (device.memory_bandwidth * eta) if b_call > 0 else 0.0
+    else:
+        t_mem = b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_look)) if b_call > 0 else 0.0
+        t_cmp, unit = 0.0, "memory"
+        if f_call > 0 and category != "memory":
+            peak, unit = peak_for(device, dtype, category)
+            t_cmp = f_call / (peak * compute_efficiency(eff, category, dtype, f_call, op, b_call))
+    body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0) * calls
     compute_bound = t_cmp >= t_mem and t_cmp > 0
     return OpTime(
         seconds=body + overhead,
@@ -143,12 +172,44 @@ def op_time(
 
 
 def profile_op_time(
-    op: OpRecord, device: Device, eff: Efficiency, profiled: str, precision: str, batch: float
+    op: OpRecord,
+    device: Device,
+    eff: Efficiency,
+    profiled: str,
+    precision: str,
+    batch: float,
+    step_bytes: float = 0.0,
 ) -> OpTime:
     """Time of one profile record (all its calls) at micro-batch `batch` under `precision`: the one per-op
     timing that the estimator, the roofline plot and calibration all use. The op computes in the dtype the
-    precision gives it (`effective_dtype`) and moves its bytes rescaled to that dtype's width."""
+    precision gives it (`effective_dtype`) and moves its bytes rescaled to that dtype's width. An optimizer
+    op's data comes back after the whole step (`step_bytes`, see `step_bytes`)."""
     dtype = effective_dtype(op.dtype, op.category, profiled, precision)
     scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
     nbytes = (op.bytes_read.at(batch) + op.bytes_written.at(batch)) * scale
-    return op_time(device, eff, op.flops.at(batch), nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op)
+    reuse = step_bytes if op.phase == "optimizer" else 0.0
+    return op_time(
+        device,
+        eff,
+        op.flops.at(batch),
+        nbytes,
+        op.count,
+        op.category,
+        dtype,
+        phase=op.phase,
+        op=op.op,
+        reuse_bytes=reuse,
+    )
+
+
+def step_bytes(profile: Profile, batch: float) -> float:
+    """Bytes one training step moves (all phases): the reuse distance of data touched once per step."""
+    return profile.bytes(batch)
+
+
+def step_overhead(profile: Profile, eff: Efficiency) -> dict[str, float]:
+    """Fixed costs of one step that no single op carries, by phase: the Python of each nn.Module call in
+    the forward pass (hooks, __call__, the module's own code), where the efficiency profile measured it."""
+    if eff.module_overhead_s and profile.module_calls:
+        return {"forward": eff.module_overhead_s * profile.module_calls}
+    return {}

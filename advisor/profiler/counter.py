@@ -102,6 +102,7 @@ class Counter(TorchDispatchMode):
         self.keys: dict[tuple, int] = {}  # (op, shapes, dtype, phase, module, category, uncounted) -> index
         self.calls: list[tuple[int, float, int, int]] = []  # per call: key index, flops, bytes read, written
         self.view_ops = 0
+        self.module_calls = 0  # nn.Module calls in the forward pass: Python work no aten op shows
         self.mem = Memory()
         self._names = {id(m): n for n, m in model.named_modules()}
         self._blocks = {id(b) for b in blocks}
@@ -151,6 +152,7 @@ class Counter(TorchDispatchMode):
     def _pre_hook(self, module, inputs):
         if self.phase != "forward":
             return
+        self.module_calls += 1
         name = self._names.get(id(module), type(module).__name__)
         self._stack.append(pattern(name))
         if id(module) in self._blocks and self._block is None:

@@ -274,6 +274,7 @@ def profile_model(
         ops=ops,
         uncounted_ops=uncounted,
         view_ops=first.view_ops,
+        module_calls=first.module_calls,
         timing=timing,
         notes=notes,
     )

@@ -130,6 +130,9 @@ class Profile(Strict):
     ops: list[OpRecord]
     uncounted_ops: list[str] = Field([], description="ops with no FLOP formula (recorded with flops 0)")
     view_ops: int = Field(0, description="view/alias calls per step: no kernel, no bytes, not listed in ops")
+    module_calls: int | None = Field(
+        None, ge=0, description="nn.Module calls in one forward pass: eager Python work that no aten op shows"
+    )
     timing: Timing | None = None
     notes: list[str] = []
 

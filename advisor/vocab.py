@@ -64,6 +64,10 @@ DeviceKind = Literal[DEVICE_KINDS]
 SOFTWARE_STACKS: tuple[str, ...] = ("cuda", "rocm", "xla", "neuron", "habana", "cann", "cpu")
 SoftwareStack = Literal[SOFTWARE_STACKS]
 
+# Kinds of workload, for the estimator's error bands (validation results are kept per kind).
+WORKLOAD_KINDS: tuple[str, ...] = ("cnn", "transformer", "rnn", "recommender", "mlp", "any")
+WorkloadKind = Literal[WORKLOAD_KINDS]
+
 # ---- a training step ----
 PHASES: tuple[str, ...] = ("forward", "backward", "optimizer")
 Phase = Literal[PHASES]

@@ -179,6 +179,9 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
     }
     if cpu:
         efficiency["calibration_threads"] = m.threads
+        efficiency["fused_rnn"] = ["LSTM"]  # PyTorch runs LSTMs through oneDNN on CPUs, the others per step
+    else:
+        efficiency["fused_rnn"] = ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"]  # cuDNN
     if m.op_efficiency:
         efficiency["op_efficiency"] = dict(m.op_efficiency)
     if overhead:

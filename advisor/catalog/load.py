@@ -17,12 +17,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from advisor.catalog.schema import Catalog, Device, Efficiency, Instance
+from advisor.catalog.schema import AccuracyBand, Catalog, Device, Efficiency, Instance
 from advisor.errors import UserError
 from advisor.io import read_yaml
 
 ENV_VAR = "ADVISOR_CATALOG"
-SECTIONS: dict[str, type] = {"devices": Device, "efficiency": Efficiency, "instances": Instance}
+SECTIONS: dict[str, type] = {
+    "devices": Device,
+    "efficiency": Efficiency,
+    "instances": Instance,
+    "accuracy": AccuracyBand,
+}
 
 
 def shipped_dir() -> Path:
@@ -93,7 +98,9 @@ class _Builder:
             return
         for key in data:
             if key not in SECTIONS:
-                self.problems.append(f"{path}: unknown top-level key {key!r}; use devices, efficiency or instances")
+                self.problems.append(
+                    f"{path}: unknown top-level key {key!r}; use devices, efficiency, instances or accuracy"
+                )
         for section in SECTIONS:
             entries = data.get(section)
             if entries is None:

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from advisor import units
 from advisor.errors import UserError
-from advisor.vocab import DTYPES, PHASES, DeviceKind, SoftwareStack
+from advisor.vocab import DTYPES, PHASES, DeviceKind, SoftwareStack, WorkloadKind
 
 
 def _quantity(kind: str, low: float, high: float):
@@ -208,6 +208,44 @@ class Efficiency(Strict):
         description="least time of one call of these aten ops beyond the per-op overhead: a library call "
         "(a GEMM, a convolution) has a setup cost that no efficiency at its size describes",
     )
+    conv_scale: float | None = Field(
+        None,
+        gt=0,
+        le=2,
+        description="convolutions without an intensity curve reach this share of the "
+        "efficiency of a GEMM of the same FLOPs (cuDNN's implicit-GEMM kernels on real layer shapes)",
+    )
+    tensor_core_channels: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="16-bit convolutions run on tensor cores only with channels per group a "
+        "multiple of this (cuDNN: 8); others on the vector units",
+    )
+    nchw_transpose: list[str] = Field(
+        [], description="dtypes whose tensor-core convolutions on NCHW input are bracketed by NHWC transposes"
+    )
+    gemm_tile: list[int] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description="output tile (rows, columns) of the family's GEMM and "
+        "convolution kernels, for wave quantization over the device's sm_count",
+    )
+    tiles_per_sm: int | None = Field(None, ge=1, le=64, description="tiles one multiprocessor runs at once")
+    fused_rnn: list[str] = Field(
+        [],
+        description="recurrent modes (LSTM, GRU, RNN_TANH, RNN_RELU) the family's library runs as fused "
+        "kernels (cuDNN, oneDNN): the profile's per-step decomposition is replaced by their cost",
+    )
+    launch_s: Duration | None = Field(
+        None, description="device time between kernels a library launches back to back (default op_overhead_s)"
+    )
+    host_op_s: Duration | None = Field(
+        None,
+        description="host (CPU) time to issue one eager op on an asynchronous device: a phase takes "
+        "the longer of the device's work and the host's issuing; without it op_overhead_s adds per op",
+    )
     module_overhead_s: Duration | None = Field(
         None, description="fixed cost of one nn.Module call in the forward pass (Python), besides its ops"
     )
@@ -283,12 +321,36 @@ class Instance(Strict):
         return price * self.device_count if self.pricing.per == "device" else price
 
 
+class AccuracyBand(Strict):
+    """How far estimates were off on validation runs for one device family and kind of workload: written by
+    the benchmarks (benchmarks/accuracy.py, benchmarks/published.py), read by the estimator to attach an
+    expected error band to every estimate."""
+
+    id: Id
+    applies_to: Id = Field(
+        description="an efficiency profile id (a device family, e.g. nvidia-ampere), or calibrated-cpu / "
+        "calibrated-gpu for any device measured by `advisor calibrate`"
+    )
+    workload: WorkloadKind = Field(description="kind of model: cnn, transformer, rnn, recommender, mlp, or any")
+    threads: int | None = Field(None, ge=1, le=4096, description="CPU: torch threads of the validation runs")
+    error_band: float = Field(ge=0, le=100, description="median |estimated - measured| / measured")
+    max_error: float = Field(ge=0, le=100)
+    bias: float = Field(
+        ge=-100, le=100, description="mean signed error, positive when estimates were faster than measured"
+    )
+    rows: int = Field(ge=1, description="validation runs behind the figures")
+    basis: str = Field(min_length=10, description="what the figures were measured on, in words")
+    source: str = Field(min_length=5)
+    as_of: dt.date
+
+
 class Catalog(Strict):
     """Everything loaded, by id. References are checked by the loader, which knows the files."""
 
     devices: dict[str, Device]
     efficiency: dict[str, Efficiency]
     instances: dict[str, Instance]
+    accuracy: dict[str, AccuracyBand] = {}
     files: list[str] = []
     overrides: list[str] = Field([], description="'<id> from <file>' for each entry an overlay changed")
 

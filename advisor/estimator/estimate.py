@@ -19,10 +19,11 @@ from pydantic import BaseModel, Field
 
 from advisor.catalog.schema import Catalog, Device, Efficiency, Instance
 from advisor.errors import UserError
+from advisor.estimator.bands import band_for
 from advisor.estimator.comm import Fabric, check_fabric, collective_parts, collective_time, fabric_for
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.memory import Memory, max_micro_batch, memory_for, repeated_blocks
-from advisor.estimator.roofline import profile_op_time, step_bytes, step_overhead
+from advisor.estimator.roofline import host_bound, profile_times
 from advisor.profiler.schema import Profile
 from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, PARAM_BYTES
 
@@ -67,6 +68,10 @@ class Estimate(BaseModel):
     mfu: float
     scaling_efficiency: float
     memory: Memory
+    error_band: float | None = Field(
+        None, description="expected |error| of step_time_s (a fraction) from validation runs, see error_basis"
+    )
+    error_basis: str | None = None
     steps: float | None = None
     total_time_s: float | None = None
     node_usd_per_hour: float | None = None
@@ -82,18 +87,15 @@ def _bound(phase: Phase) -> str:
 def phase_times(profile: Profile, device: Device, eff: Efficiency, precision: str, micro: int) -> dict[str, Phase]:
     """Roofline time of each phase (forward, backward, optimizer) at micro-batch `micro` on one device."""
     sums: dict[str, list[float]] = {}
-    moved = step_bytes(profile, micro)
-    for op in profile.ops:
-        # integer and bool ops (BatchNorm's step counter) have no catalog peak: roofline.peak_for gives them
-        # the vector units' fp32 rate
-        t = profile_op_time(op, device, eff, profile.precision, precision, micro, moved)
-        acc = sums.setdefault(op.phase, [0.0] * 6)
+    # integer and bool ops (BatchNorm's step counter) have no catalog peak: roofline.peak_for gives them the
+    # vector units' fp32 rate
+    calls: dict[str, float] = {}
+    for phase, t in profile_times(profile, device, eff, precision, micro):
+        acc = sums.setdefault(phase, [0.0] * 6)
         for i, value in enumerate((t.seconds, t.compute_s, t.memory_s, t.overhead_s, t.flops, t.bytes)):
             acc[i] += value
-    for name, seconds in step_overhead(profile, eff).items():
-        acc = sums.setdefault(name, [0.0] * 6)
-        acc[0] += seconds
-        acc[3] += seconds
+        calls[phase] = calls.get(phase, 0.0) + t.host_calls
+    sums = host_bound(sums, calls, profile, eff)
     phases = {}
     for name in ("forward", "backward", "optimizer"):
         s, c, m, o, f, b = sums.get(name, [0.0] * 6)
@@ -315,6 +317,7 @@ def estimate(
         memory=memory,
         assumptions=assumptions + _assumptions(device, eff, config, profile, fabric, peak, blocks),
     )
+    est.error_band, est.error_basis = band_for(catalog, device, eff, profile)
     steps = steps_for(profile, workload, global_batch)
     if steps is not None:
         est.steps = steps

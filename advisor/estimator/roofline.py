@@ -33,6 +33,7 @@ class OpTime:
     bytes: float
     unit: str  # "matrix" | "vector" | "memory"
     dtype: str
+    host_calls: float = 0.0  # eager ops the host issues for it (a library's own kernels: none)
 
 
 def effective_dtype(op_dtype: str, category: str, profiled: str, target: str) -> str:
@@ -117,6 +118,7 @@ def compute_efficiency(
         cap = cap or eff.conv_by_intensity
         if cap:
             return Efficiency.at(cap, intensity)
+        return by_size * (eff.conv_scale or 1.0)
     elif eff.matmul_by_intensity and op in GEMM_OPS:
         return min(by_size, Efficiency.at(eff.matmul_by_intensity, intensity))
     return by_size
@@ -133,16 +135,23 @@ def op_time(
     phase: str | None = None,
     op: str | None = None,
     reuse_bytes: float = 0.0,
+    fixed_s: float | None = None,
+    eta_scale: float = 1.0,
+    serial_bytes: float = 0.0,
+    vector_unit: bool = False,
 ) -> OpTime:
     """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`.
 
     Memory efficiency is looked up by the bytes of one call, or by `reuse_bytes` when that is larger: the
     bytes the step touches between two uses of this op's data (an optimizer update finds its parameters and
-    state where the whole last step left them, not in the cache a call of its own size would)."""
+    state where the whole last step left them, not in the cache a call of its own size would).
+    `fixed_s` replaces the per-op overhead (total over the calls: kernels a library launches itself pay
+    none); `eta_scale` scales compute efficiency (wave quantization); `serial_bytes` are moved by separate
+    kernels around the op (layout transposes); `vector_unit` runs a matrix op on the vector units."""
     calls = max(count, 1.0)
     f_call, b_call = flops / calls, nbytes / calls
     b_look = max(b_call, reuse_bytes)
-    overhead = overhead_for(eff, phase) * calls
+    overhead = overhead_for(eff, phase) * calls if fixed_s is None else fixed_s
     curve = eff.op_curves.get(op) if op else None
     if curve:
         # a measured op: its own roofline at the device's peaks, over the efficiency measured at this size
@@ -155,17 +164,19 @@ def op_time(
         t_mem = b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_look)) if b_call > 0 else 0.0
         t_cmp, unit = 0.0, "memory"
         if f_call > 0 and category != "memory":
-            peak, unit = peak_for(device, dtype, category)
-            t_cmp = f_call / (peak * compute_efficiency(eff, category, dtype, f_call, op, b_call))
-    body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0) * calls
+            peak, unit = peak_for(device, dtype, "vector" if vector_unit else category)
+            eta = compute_efficiency(eff, category, dtype, f_call, op, b_call) * eta_scale
+            t_cmp = f_call / (peak * eta)
+    t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls / 2))
+    body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0)
     compute_bound = t_cmp >= t_mem and t_cmp > 0
     return OpTime(
-        seconds=body + overhead,
-        compute_s=body if compute_bound else 0.0,
-        memory_s=0.0 if compute_bound else body,
+        seconds=(body + t_serial) * calls + overhead,
+        compute_s=body * calls if compute_bound else 0.0,
+        memory_s=(0.0 if compute_bound else body * calls) + t_serial * calls,
         overhead_s=overhead,
         flops=flops,
-        bytes=nbytes,
+        bytes=nbytes + serial_bytes,
         unit=unit,
         dtype=dtype,
     )
@@ -179,27 +190,60 @@ def profile_op_time(
     precision: str,
     batch: float,
     step_bytes: float = 0.0,
+    profile_batch: float | None = None,
 ) -> OpTime:
     """Time of one profile record (all its calls) at micro-batch `batch` under `precision`: the one per-op
     timing that the estimator, the roofline plot and calibration all use. The op computes in the dtype the
     precision gives it (`effective_dtype`) and moves its bytes rescaled to that dtype's width. An optimizer
-    op's data comes back after the whole step (`step_bytes`, see `step_bytes`)."""
+    op's data comes back after the whole step (`step_bytes`, see `step_bytes`). What the device's kernels
+    do with the op's shapes (tensor-core eligibility, layout transposes, wave quantization; see
+    `kernels`) applies where the family's efficiency data says so."""
+    from advisor.estimator import kernels
+
     dtype = effective_dtype(op.dtype, op.category, profiled, precision)
     scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
     nbytes = (op.bytes_read.at(batch) + op.bytes_written.at(batch)) * scale
     reuse = step_bytes if op.phase == "optimizer" else 0.0
-    return op_time(
-        device,
-        eff,
-        op.flops.at(batch),
-        nbytes,
-        op.count,
-        op.category,
-        dtype,
-        phase=op.phase,
-        op=op.op,
-        reuse_bytes=reuse,
+    flops = op.flops.at(batch)
+    extra = {}
+    if op.category == "matrix" and (eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose):
+        tensor = kernels.tensor_cores(op, eff) or dtype not in ("fp16", "bf16")
+        at_profile = op.flops.at(profile_batch) if profile_batch else 0.0
+        growth = flops / at_profile if at_profile > 0 else 1.0
+        extra = {
+            "vector_unit": not tensor,
+            "eta_scale": kernels.wave_efficiency(op, device, eff, flops / max(op.count, 1)) if tensor else 1.0,
+            "serial_bytes": kernels.transpose_bytes(op, eff, dtype, growth),
+        }
+    t = op_time(
+        device, eff, flops, nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op, reuse_bytes=reuse, **extra
     )
+    t.host_calls = op.count
+    return t
+
+
+def profile_times(profile: Profile, device: Device, eff: Efficiency, precision: str, batch: float):
+    """(phase, OpTime) of every op of one step at micro-batch `batch`: each profile record through
+    `profile_op_time`, recurrent layers the device runs fused costed as such (`fused`), and the step's
+    fixed costs (`step_overhead`). The estimator, the plot and calibration all take their times here."""
+    from advisor.estimator.fused import replaced_modules, rnn_times
+
+    moved = step_bytes(profile, batch)
+    fused = replaced_modules(profile, eff)
+    out = []
+    for op in profile.ops:
+        if op.module in fused or any(op.module.startswith(m + ".") for m in fused):
+            continue
+        out.append(
+            (op.phase, profile_op_time(op, device, eff, profile.precision, precision, batch, moved, profile.batch_size))
+        )
+    for rnn in profile.rnns:
+        if rnn.module in fused:
+            for phase, times in rnn_times(rnn, device, eff, precision, batch).items():
+                out += [(phase, t) for t in times]
+    for phase, seconds in step_overhead(profile, eff).items():
+        out.append((phase, OpTime(seconds, 0.0, 0.0, seconds, 0.0, 0.0, "memory", "")))
+    return out
 
 
 def step_bytes(profile: Profile, batch: float) -> float:
@@ -210,6 +254,26 @@ def step_bytes(profile: Profile, batch: float) -> float:
 def step_overhead(profile: Profile, eff: Efficiency) -> dict[str, float]:
     """Fixed costs of one step that no single op carries, by phase: the Python of each nn.Module call in
     the forward pass (hooks, __call__, the module's own code), where the efficiency profile measured it."""
-    if eff.module_overhead_s and profile.module_calls:
+    if eff.module_overhead_s and profile.module_calls and not eff.host_op_s:
         return {"forward": eff.module_overhead_s * profile.module_calls}
     return {}
+
+
+def host_bound(
+    sums: dict[str, list[float]], calls: dict[str, float], profile: Profile, eff: Efficiency
+) -> dict[str, list[float]]:
+    """On an asynchronous device (eff.host_op_s set) the host issues ops while the device runs earlier ones:
+    a phase takes the longer of the two, so small ops cost the host's time per op (Python, dispatch,
+    launch), large ones only their kernels. `sums` holds [seconds, compute, memory, overhead, flops, bytes]
+    per phase and `calls` the eager ops the host issues in it (OpTime.host_calls); the host's excess is
+    added as overhead."""
+    if not eff.host_op_s:
+        return sums
+    for phase, acc in sums.items():
+        host = calls.get(phase, 0) * eff.host_op_s
+        if phase == "forward" and eff.module_overhead_s and profile.module_calls:
+            host += eff.module_overhead_s * profile.module_calls
+        if host > acc[0]:
+            acc[3] += host - acc[0]
+            acc[0] = host
+    return sums

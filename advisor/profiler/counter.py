@@ -41,6 +41,9 @@ for _name in ("float8_e4m3fn", "float8_e5m2"):
 # Ops that only make a new view or alias of existing memory: no kernel, no bytes.
 # Gathers read only the rows they pick, not the whole table: bytes read = the indices + what is written.
 GATHERS = {"aten.embedding", "aten.index_select", "aten.gather", "aten.index", "aten._unsafe_index"}
+# Ops whose kernels depend on the memory layout of their input (cuDNN runs tensor-core convolutions in NHWC).
+LAYOUT_OPS = {"aten.convolution", "aten.convolution_backward", "aten._convolution"}
+RNN_MODES = {"LSTM", "GRU", "RNN_TANH", "RNN_RELU"}
 FREE_OPS = {"aten._unsafe_view", "aten.lift_fresh", "aten.alias", "aten.detach", "aten._reshape_alias"}
 
 
@@ -103,6 +106,7 @@ class Counter(TorchDispatchMode):
         self.calls: list[tuple[int, float, int, int]] = []  # per call: key index, flops, bytes read, written
         self.view_ops = 0
         self.module_calls = 0  # nn.Module calls in the forward pass: Python work no aten op shows
+        self.rnns: list[tuple] = []  # (module pattern, mode, steps, rows, input, hidden, proj, layers, directions)
         self.mem = Memory()
         self._names = {id(m): n for n, m in model.named_modules()}
         self._blocks = {id(b) for b in blocks}
@@ -155,9 +159,33 @@ class Counter(TorchDispatchMode):
         self.module_calls += 1
         name = self._names.get(id(module), type(module).__name__)
         self._stack.append(pattern(name))
+        if isinstance(module, torch.nn.RNNBase):
+            self._rnn(module, inputs)
         if id(module) in self._blocks and self._block is None:
             self._block = id(module)
             self.mem.block_inputs += sum(span_bytes(t) for t in inputs if isinstance(t, torch.Tensor))
+
+    def _rnn(self, module: torch.nn.RNNBase, inputs) -> None:
+        """Note a recurrent layer's call: the device may run it as one fused kernel (cuDNN, oneDNN) instead of
+        the per-step ops the meta device decomposes it into."""
+        x = inputs[0] if inputs else None
+        if not isinstance(x, torch.Tensor) or x.dim() != 3 or module.mode not in RNN_MODES:
+            return  # packed sequences and unbatched input: costed by their ops
+        steps, rows = (x.shape[1], x.shape[0]) if module.batch_first else (x.shape[0], x.shape[1])
+        self.rnns.append(
+            (
+                self._stack[-1],
+                module.mode,
+                int(steps),
+                int(rows),
+                module.input_size,
+                module.hidden_size,
+                getattr(module, "proj_size", 0),
+                module.num_layers,
+                2 if module.bidirectional else 1,
+                dtype_name(x.dtype),
+            )
+        )
 
     def _post_hook(self, module, inputs, output):
         if self.phase != "forward" or len(self._stack) < 2:
@@ -257,7 +285,13 @@ class Counter(TorchDispatchMode):
         dtype = dtype_name(ref.dtype) if ref is not None else "none"
         if category == "matrix" and dtype == "fp32" and self.tf32:
             dtype = "tf32"
-        key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None)
+        layout = ""
+        if info.name in LAYOUT_OPS:
+            x = next((a for a in args if isinstance(a, torch.Tensor) and a.dim() in (4, 5)), None)
+            fmt = torch.channels_last if x is not None and x.dim() == 4 else torch.channels_last_3d
+            if x is not None and not x.is_contiguous() and x.is_contiguous(memory_format=fmt):
+                layout = "channels_last"
+        key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout)
         index = self.keys.get(key)
         if index is None:
             index = self.keys[key] = len(self.keys)

@@ -17,7 +17,7 @@ from pathlib import Path
 from advisor import __version__
 from advisor.profiler.device import catalog_id, check_precision, cpu_name, nvml_info, resolve_device
 from advisor.profiler.model_file import call_user, load_model_file
-from advisor.profiler.schema import SCHEMA_VERSION, Linear, Memory, OpRecord, Profile, Timing, now_iso
+from advisor.profiler.schema import SCHEMA_VERSION, Linear, Memory, OpRecord, Profile, RnnCall, Timing, now_iso
 from advisor.profiler.step import StepResult, forward_loss, run_step
 
 FIELDS = ("flops", "bytes_read", "bytes_written")
@@ -26,7 +26,7 @@ NEG_TOLERANCE = 0.01  # a fixed part below -1 % of the value at the first batch 
 
 def _signature(r: StepResult) -> list[tuple]:
     """Per call, what must agree between the two runs: op, dtype, phase, module, category."""
-    return [(k[0], k[2], k[3], k[4], k[5]) for k in (r.keys[c[0]] for c in r.calls)]
+    return [(k[0], k[2], k[3], k[4], k[5], k[7]) for k in (r.keys[c[0]] for c in r.calls)]
 
 
 def _shapes(shapes: tuple) -> str:
@@ -39,8 +39,9 @@ def _shapes(shapes: tuple) -> str:
 
 
 def _record(key: tuple, count: int, lin: dict[str, Linear]) -> OpRecord:
-    name, shapes, dtype, phase, module, category, uncounted = key
+    name, shapes, dtype, phase, module, category, uncounted, layout = key
     return OpRecord(
+        layout=layout or None,
         op=name,
         phase=phase,
         category=category,
@@ -118,6 +119,42 @@ def _mem_fit(a: StepResult, b: StepResult, linear: bool, value: Callable[[StepRe
     if line.fixed < 0:
         return Linear(fixed=0.0, per_sample=max(va / a.batch_size, vb / b.batch_size))
     return line
+
+
+def _rnns(a: StepResult, b: StepResult) -> list[RnnCall]:
+    """The recurrent layers' calls, identical ones counted together; rows per call as a line in the batch."""
+
+    def grouped(r: StepResult) -> dict[tuple, list[int]]:
+        out: dict[tuple, list[int]] = {}
+        for module, mode, steps, rows, *dims in r.rnns:
+            out.setdefault((module, mode, steps, *dims), []).append(rows)
+        return out
+
+    ga, gb = grouped(a), grouped(b)
+    records = []
+    for key, rows_a in ga.items():
+        module, mode, steps, inp, hidden, proj, layers, dirs, dtype = key
+        rows_b = gb.get(key, rows_a)
+        if b.batch_size != a.batch_size and len(rows_b) == len(rows_a):
+            rows = Linear.fit(a.batch_size, rows_a[0], b.batch_size, rows_b[0])
+        else:
+            rows = Linear.proportional(a.batch_size, rows_a[0])
+        records.append(
+            RnnCall(
+                module=module,
+                mode=mode,
+                count=len(rows_a),
+                steps=steps,
+                rows=rows,
+                input_size=inp,
+                hidden_size=hidden,
+                proj_size=proj,
+                layers=layers,
+                directions=dirs,
+                dtype=dtype,
+            )
+        )
+    return records
 
 
 def batch_points(batch_size: int) -> tuple[int, int]:
@@ -275,6 +312,7 @@ def profile_model(
         uncounted_ops=uncounted,
         view_ops=first.view_ops,
         module_calls=first.module_calls,
+        rnns=_rnns(first, second),
         timing=timing,
         notes=notes,
     )

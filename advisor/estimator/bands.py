@@ -1,0 +1,81 @@
+"""The expected error of an estimate: a band for its device family and kind of workload, read from the
+validation results the benchmarks commit (catalog/accuracy-*.yaml), widened where none covers the device.
+
+    error_band = median |error| of the validation runs of that device family and workload kind
+
+A calibrated device (measured by `advisor calibrate`) takes the band of calibrated devices of its kind at the
+calibration's thread count. A family with no band of the workload's kind takes its band over all kinds; a
+family with no validation at all takes the widest band of any family for that kind, times WIDEN, and says so.
+"""
+
+from __future__ import annotations
+
+from advisor.catalog.schema import AccuracyBand, Catalog, Device, Efficiency
+from advisor.profiler.schema import Profile
+
+WIDEN = 1.5  # no validation data for the family: the widest band known for the kind, this much wider
+MIN_UNCOVERED = 0.25  # and never narrower than this
+RNN_OPS = ("rnn", "lstm", "gru")
+CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution")
+GATHER_OPS = ("aten.embedding", "aten.embedding_dense_backward", "aten._embedding_bag", "aten._embedding_bag_backward")
+ATTENTION = "attention"
+
+
+def workload_kind(profile: Profile) -> str:
+    """cnn, transformer, rnn, recommender or mlp, from where the profile's work is (at its batch size)."""
+    b = profile.batch_size
+    flops = profile.flops(b) or 1.0
+    nbytes = profile.bytes(b) or 1.0
+
+    def share(pred, of="flops") -> float:
+        ops = [o for o in profile.ops if pred(o)]
+        if of == "flops":
+            return sum(o.flops.at(b) for o in ops) / flops
+        return sum(o.bytes_read.at(b) + o.bytes_written.at(b) for o in ops) / nbytes
+
+    rnn = share(lambda o: any(w in o.op for w in RNN_OPS) or any(w in o.module.rsplit(".", 1)[-1] for w in RNN_OPS))
+    if rnn > 0.3:
+        return "rnn"
+    if share(lambda o: o.op in CONV_OPS) > 0.4:
+        return "cnn"
+    if (
+        share(lambda o: o.op in GATHER_OPS or o.op.startswith("aten._foreach"), of="bytes") > 0.4
+        and flops / nbytes < 20
+    ):
+        return "recommender"
+    if any(ATTENTION in o.op for o in profile.ops):
+        return "transformer"
+    return "mlp"
+
+
+def calibrated(device: Device, eff: Efficiency) -> bool:
+    return eff.calibration_threads is not None or device.source.startswith("measured by advisor calibrate")
+
+
+def _pick(bands: list[AccuracyBand], threads: int | None) -> AccuracyBand | None:
+    if not bands:
+        return None
+    same = [b for b in bands if threads is None or b.threads in (None, threads)]
+    return max(same or bands, key=lambda b: b.error_band)
+
+
+def band_for(catalog: Catalog, device: Device, eff: Efficiency, profile: Profile) -> tuple[float, str]:
+    """(error band as a fraction, its basis in words) for an estimate of `profile` on `device`."""
+    kind = workload_kind(profile)
+    family = f"calibrated-{device.kind}" if calibrated(device, eff) else eff.id
+    threads = eff.calibration_threads
+    bands = [b for b in catalog.accuracy.values() if b.applies_to == family]
+    for wanted in (kind, "any"):
+        band = _pick([b for b in bands if b.workload == wanted], threads)
+        if band is not None:
+            what = "" if band.workload == kind else f" (no {kind} runs of its own: all kinds)"
+            return band.error_band, f"±{band.error_band:.0%}: {band.basis}{what}, {band.as_of}"
+    others = [b for b in catalog.accuracy.values() if b.workload in (kind, "any")] or list(catalog.accuracy.values())
+    if not others:
+        return 1.0, "no validation results in the catalog (catalog/accuracy-*.yaml): ±100 % assumed"
+    widest = max(others, key=lambda b: b.error_band)
+    value = max(MIN_UNCOVERED, WIDEN * widest.error_band)
+    return value, (
+        f"±{value:.0%}: no validation runs cover {family}; {WIDEN:g} x the widest band of another family "
+        f"({widest.applies_to}, {widest.workload}: ±{widest.error_band:.0%})"
+    )

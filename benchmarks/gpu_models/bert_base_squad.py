@@ -12,6 +12,8 @@ layers are in _bert_squad.py. Batch 96 per device: Lambda's fp16 batch on 24 GB 
 import importlib.util
 from pathlib import Path
 
+import torch
+
 _spec = importlib.util.spec_from_file_location("_bert_squad", Path(__file__).with_name("_bert_squad.py"))
 _bert = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_bert)
@@ -33,6 +35,4 @@ training_step = _bert.squad_step
 
 def make_optimizer(parameters):
     # run_squad.py trains with (apex Fused) Adam
-    import torch
-
     return torch.optim.Adam(parameters, lr=3e-5)

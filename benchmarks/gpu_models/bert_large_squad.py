@@ -13,6 +13,8 @@ A100 table's batch (TF32 and mixed precision).
 import importlib.util
 from pathlib import Path
 
+import torch
+
 _spec = importlib.util.spec_from_file_location("_bert_squad", Path(__file__).with_name("_bert_squad.py"))
 _bert = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_bert)
@@ -34,6 +36,4 @@ training_step = _bert.squad_step
 
 def make_optimizer(parameters):
     # run_squad.py trains with (apex Fused) Adam, lr 3e-5
-    import torch
-
     return torch.optim.Adam(parameters, lr=3e-5)

@@ -23,6 +23,10 @@ PUBLISHED = {
     # embeddings 30528*1024 + 512*1024 + 2*1024 + 2*1024 = 31,789,056; a layer 4*(1024^2+1024) + 1024*4096+4096
     # + 4096*1024+1024 + 2*2048 = 12,596,224, times 24 = 302,309,376; pooler 1,049,600; head 2,050 -> 335,150,082
     "bert_large_squad": 335_150_082,
+    # the same encoder and pooler with pre-training's heads: masked-LM transform 1024^2+1024 + 2048 = 1,051,648,
+    # decoder bias 30,528 (weight tied), next-sentence 2,050 -> 31,789,056 + 302,309,376 + 1,049,600 + 1,051,648
+    # + 30,528 + 2,050 = 336,232,258
+    "bert_large_pretrain": 336_232_258,
     # BERT-base likewise, the paper's "110M": embeddings 30528*768 + 512*768 + 2*768 + 2*768 = 23,841,792; a layer
     # 4*(768^2+768) + 768*3072+3072 + 3072*768+768 + 2*1536 = 7,087,872, times 12 = 85,054,464; pooler 590,592;
     # head 1,538 -> 109,488,386
@@ -86,7 +90,10 @@ def test_profiles_on_meta(name):
     assert forward_flops(p, ops=tuple({o.op for o in p.ops})) > 0
 
 
-@pytest.mark.parametrize(("name", "tokens"), [("bert_large_squad", 384), ("bert_base_squad", 384), ("gnmt", 50)])
+TOKENS = [("bert_large_pretrain", 128), ("bert_large_squad", 384), ("bert_base_squad", 384), ("gnmt", 50)]
+
+
+@pytest.mark.parametrize(("name", "tokens"), TOKENS)
 def test_tokens_per_sample_is_what_the_sources_count(name, tokens):
     # SQuAD features are padded to 384; GNMT counts source + target tokens (25 + 25 here); Transformer-XL is below
     assert profile(name).tokens_per_sample == tokens
@@ -98,6 +105,14 @@ def test_bert_large_squad_forward_matmuls_at_384():
     # context) * 2*16*384*384*64 = 14,495,514,624; pooler 2*1024*1024 + 1024 = 2,098,176 (one token); span head
     # 384 * (2*1024*2 + 2) = 1,573,632 -> 246,512,355,072
     assert forward_flops(profile("bert_large_squad")) == pytest.approx(246_512_355_072, rel=1e-9)
+
+
+def test_bert_large_pretrain_runs_the_mlm_head_on_20_masked_positions():
+    # encoder per token and layer 25,175,040 (as above), times 24 layers and 128 tokens = 77,337,722,880; attention
+    # bmm 24 * 2 * 2*16*128*128*64 = 1,610,612,736; pooler 2,098,176; masked-LM transform 20 * (2*1024^2 + 1024)
+    # = 41,963,520; decoder 20 * (2*1024*30528 + 30528) = 1,251,037,440; next-sentence 2*1024*2 + 2 = 4,098
+    # -> 80,243,438,850 (on all 128 positions the decoder alone would be 8,006,639,616)
+    assert forward_flops(profile("bert_large_pretrain")) == pytest.approx(80_243_438_850, rel=1e-9)
 
 
 def test_ncf_mlp_per_sample():

@@ -6,7 +6,7 @@ head): embeddings 23,841,792 + 12 layers x 7,087,872 + pooler 590,592 + head 1,5
 
 Why these shapes: the measured rows (Lambda's deeplearning-benchmark, bert_base_squad) run DeepLearningExamples'
 run_squad.py with its defaults, max_seq_length 384 and doc_stride 128, padding every feature to 384 tokens. The
-layers are in _bert_squad.py. Batch 96 per device: Lambda's fp16 batch on 24 GB GPUs.
+layers are in _bert_dle.py. Batch 96 per device: Lambda's fp16 batch on 24 GB GPUs.
 """
 
 import importlib.util
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-_spec = importlib.util.spec_from_file_location("_bert_squad", Path(__file__).with_name("_bert_squad.py"))
+_spec = importlib.util.spec_from_file_location("_bert_dle", Path(__file__).with_name("_bert_dle.py"))
 _bert = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_bert)
 

@@ -6,7 +6,7 @@ head): embeddings 31,789,056 + 24 layers x 12,596,224 + pooler 1,049,600 + head 
 
 Why these shapes: every measured row runs DeepLearningExamples' run_squad.py with its defaults, max_seq_length 384
 and doc_stride 128, and pads every feature to 384 tokens, so each sequence costs the full 384 positions. The layers
-are in _bert_squad.py (attention written out as that code computes it). Batch 32 per device: the DeepLearningExamples
+are in _bert_dle.py (attention written out as that code computes it). Batch 32 per device: the DeepLearningExamples
 A100 table's batch (TF32 and mixed precision).
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-_spec = importlib.util.spec_from_file_location("_bert_squad", Path(__file__).with_name("_bert_squad.py"))
+_spec = importlib.util.spec_from_file_location("_bert_dle", Path(__file__).with_name("_bert_dle.py"))
 _bert = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_bert)
 

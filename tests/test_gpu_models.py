@@ -37,9 +37,9 @@ PUBLISHED = {
     # SSD300-ResNet50: ResNet-50 stem to conv4_x 8,543,296; extra blocks 3,773,696; box heads 497,784; class heads
     # 10,080,126 -> 22,894,902
     "ssd300": 22_894_902,
-    # GNMT v2 4-layer, vocabulary 32,320, MLPerf's "160M": embedding 33,095,680; encoder 2*8,396,800 +
-    # 12,591,104 + 2*8,396,800 = 46,178,304; decoder LSTMs 8,396,800 + 3*12,591,104 = 46,170,112; attention
-    # 2*1024^2 + 1024 + 1 + 1024 = 2,099,201; classifier 1024*32320 + 32320 = 33,128,000 -> 160,671,297
+    # GNMT v2 4-layer, vocabulary 32,320 (DeepLearningExamples states no count): embedding 33,095,680; encoder
+    # 2*8,396,800 + 12,591,104 + 2*8,396,800 = 46,178,304; decoder LSTMs 8,396,800 + 3*12,591,104 = 46,170,112;
+    # attention 2*1024^2 + 1024 + 1 + 1024 = 2,099,201; classifier 1024*32320 + 32320 = 33,128,000 -> 160,671,297
     "gnmt": 160_671_297,
     # Transformer-XL base (DeepLearningExamples): embedding 267,735*512 = 137,080,320; a layer 512*1536 + 2*512^2
     # + 512*2048+2048 + 2048*512+512 + 2*1024 = 3,412,480, times 16 = 54,599,680; shared biases 2*8*64 = 1,024;

@@ -12,6 +12,7 @@ Nothing here imports torch.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor.catalog.load import load_catalog
 from advisor.catalog.lookup import find
@@ -20,6 +21,9 @@ from advisor.errors import UserError
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.estimate import Estimate
 from advisor.estimator.estimate import estimate as _estimate
+
+if TYPE_CHECKING:
+    from advisor.profiler.schema import Profile
 
 
 def catalog(extra: list[Path] | None = None) -> Catalog:
@@ -85,7 +89,7 @@ def resolve_hardware(
 
 
 def estimate(
-    profile,
+    profile: Profile,
     hardware: str,
     *,
     count: int | None = None,
@@ -124,7 +128,7 @@ def estimate(
 
 
 def recommend(
-    profile,
+    profile: Profile,
     *,
     samples: float | None = None,
     epochs: float | None = None,
@@ -144,7 +148,7 @@ def recommend(
 
 
 def compare(
-    profile,
+    profile: Profile,
     *,
     samples: float | None = None,
     epochs: float | None = None,

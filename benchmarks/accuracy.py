@@ -91,7 +91,7 @@ def datasheet_overlay(cat, cores: int) -> dict:
 
 def calibrate(path: Path) -> float:
     from advisor.calibration import bench, overlay
-    from advisor.render.output import dump_yaml, write_atomic
+    from advisor.io import dump_yaml, write_atomic
 
     start = time.perf_counter()
     m = bench.run("cpu", tick=lambda s: print(f"  calibrate: {s}", file=sys.stderr))
@@ -176,9 +176,9 @@ def main() -> None:
     import torch
 
     from advisor import api
+    from advisor.io import dump_yaml, write_atomic
     from advisor.profiler.device import cpu_name
     from advisor.profiler.profile import profile_model
-    from advisor.render.output import dump_yaml, write_atomic
 
     torch.set_num_threads(args.threads)
     start = time.perf_counter()

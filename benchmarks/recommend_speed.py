@@ -23,9 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from advisor import api  # noqa: E402
-from advisor.estimator.config import PRECISIONS, Workload  # noqa: E402
+from advisor.estimator.config import Workload  # noqa: E402
 from advisor.recommender.model import Constraints  # noqa: E402
 from advisor.recommender.rank import recommend  # noqa: E402
+from advisor.vocab import PRECISIONS  # noqa: E402
 
 
 def in_process(profile_path: str, overlays: list[Path], repeat: int) -> None:

@@ -48,6 +48,7 @@ def toy_device(**over) -> Device:
         name="Toy GPU",
         vendor="test",
         kind="gpu",
+        software_stack="cuda",
         efficiency="toy-eff",
         memory_bytes="100 GB",
         memory_bandwidth="1 TB/s",

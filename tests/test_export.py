@@ -10,6 +10,7 @@ import yaml
 from conftest import assert_user_error, run_cli
 from test_recommend import Constraints, run, tiny_catalog, tiny_profile, write_world
 
+from advisor.catalog.load import load_catalog
 from advisor.recommender.model import Recommendation
 from advisor.render.export import export_data, read_export, write_export
 from advisor.render.skypilot import task_for, task_yaml
@@ -26,6 +27,7 @@ RESOURCE_KEYS = {
     "job_recovery", "disk_size", "disk_tier", "ports", "accelerator_args", "image_id", "labels", "any_of", "ordered",
 }  # fmt: skip
 CLOUDS = {"aws", "gcp", "azure", "lambda", "oci", "kubernetes", "runpod", "fluidstack", "paperspace", "cudo", "ibm"}
+DEVICES = load_catalog(use_env=False).devices  # the shipped catalog: SkyPilot names are its data
 ENV_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 
@@ -97,7 +99,7 @@ def test_skypilot_multi_node_gpu_task():
         provider="aws", instance_name="p5.48xlarge", region="us-east-1", device="h100-sxm", device_kind="gpu",
         nodes=4, devices_per_node=8, devices=32, pricing="spot",
     )  # fmt: skip
-    task = task_for(option, "gpt2_124m")
+    task = task_for(option, "gpt2_124m", DEVICES["h100-sxm"])
     check_task_schema(task)
     assert task["num_nodes"] == 4
     assert task["resources"] == {
@@ -112,22 +114,26 @@ def test_skypilot_multi_node_gpu_task():
     assert '--node_rank="$SKYPILOT_NODE_RANK"' in run_text and "SKYPILOT_NODE_IPS" in run_text
     assert task["name"] == "gpt2-124m-train"
     # the YAML parses back to the same task, with run as a literal block
-    text = task_yaml(option, "gpt2_124m")
+    text = task_yaml(option, "gpt2_124m", DEVICES["h100-sxm"])
     assert yaml.safe_load(text) == task and "run: |" in text
 
 
 def test_skypilot_single_node_tpu_and_onprem():
     one = task_for(_option(provider="lambda", instance_name="gpu_1x_a100", device="a100-40gb-sxm", nodes=1,
-                           devices_per_node=1), "m")  # fmt: skip
+                           devices_per_node=1), "m", DEVICES["a100-40gb-sxm"])  # fmt: skip
     assert one["resources"]["accelerators"] == "A100:1" and one["num_nodes"] == 1
     assert "--standalone" in one["run"] and "--nproc_per_node=1" in one["run"]
     # two v5p-8 slices (4 chips, 8 TensorCores each) are one tpu-v5p-16 slice
     tpu = task_for(_option(provider="gcp", instance_name="v5p-8", device="tpu-v5p", device_kind="tpu", nodes=2,
-                           devices_per_node=4), "m")  # fmt: skip
+                           devices_per_node=4), "m", DEVICES["tpu-v5p"])  # fmt: skip
     check_task_schema(tpu)
     assert tpu["resources"]["accelerators"] == "tpu-v5p-16" and "instance_type" not in tpu["resources"]
     assert tpu["num_nodes"] == 1 and "PJRT_DEVICE=TPU" in tpu["run"]
-    onprem = task_for(_option(provider="onprem", instance_name="DGX H100", device="h100-sxm", devices_per_node=8), "m")
+    onprem = task_for(
+        _option(provider="onprem", instance_name="DGX H100", device="h100-sxm", devices_per_node=8),
+        "m",
+        DEVICES["h100-sxm"],
+    )
     check_task_schema(onprem)
     assert "cloud" not in onprem["resources"] and onprem["resources"]["accelerators"] == "H100:8"
 
@@ -136,7 +142,7 @@ def test_skypilot_package_accepts_the_task(tmp_path):
     sky = pytest.importorskip("sky")
     path = tmp_path / "task.yaml"
     path.write_text(task_yaml(_option(provider="aws", instance_name="p5.48xlarge", device="h100-sxm",
-                                      devices_per_node=8, nodes=2), "m"))  # fmt: skip
+                                      devices_per_node=8, nodes=2), "m", DEVICES["h100-sxm"]))  # fmt: skip
     task = sky.Task.from_yaml(str(path))
     assert task.num_nodes == 2
 

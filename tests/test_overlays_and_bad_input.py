@@ -17,6 +17,7 @@ devices:
     name: My GPU
     vendor: acme
     kind: gpu
+    software_stack: cuda
     efficiency: nvidia-hopper
     memory_bytes: 48 GB
     memory_bandwidth: 1 TB/s

@@ -40,6 +40,7 @@ def device(dev_id: str, tflops: float, memory: str = "10 GB") -> dict:
         "name": f"Test {dev_id}",
         "vendor": "test",
         "kind": "gpu",
+        "software_stack": "cuda",
         "efficiency": "test-eff",
         "memory_bytes": memory,
         "memory_bandwidth": "1 TB/s",

@@ -87,6 +87,7 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         "aliases": ["local", f"local-{m.device}"] if cpu else [f"local-{m.device}"],
         "vendor": _vendor(m.name),
         "kind": "cpu" if cpu else "gpu",
+        "software_stack": "cpu" if cpu else "cuda",
         "efficiency": ident,
         "memory_bandwidth": f"{bandwidth:.4g}",
         "matrix_flops": matrix,
@@ -178,7 +179,7 @@ def fit_phase_overhead(data: dict, m: Measurements, tick=lambda s: None) -> dict
     work time of their ops (from the measured curves), and divide by the number of ops. Median over nets."""
     import statistics
 
-    from advisor.estimator.roofline import op_time
+    from advisor.estimator.roofline import profile_op_time
     from advisor.profiler.profile import profile_model
 
     device, eff = models(data)
@@ -195,21 +196,7 @@ def fit_phase_overhead(data: dict, m: Measurements, tick=lambda s: None) -> dict
         for phase, seconds in measured.items():
             ops = [o for o in prof.ops if o.phase == phase]
             calls = sum(o.count for o in ops)
-            work = sum(
-                op_time(
-                    device,
-                    eff,
-                    o.flops.at(4),
-                    o.bytes_read.at(4) + o.bytes_written.at(4),
-                    o.count,
-                    o.category,
-                    o.dtype,
-                    phase=phase,
-                    op=o.op,
-                ).seconds
-                - 1e-9 * o.count
-                for o in ops
-            )
+            work = sum(profile_op_time(o, device, eff, "fp32", "fp32", 4).seconds - 1e-9 * o.count for o in ops)
             if calls:
                 per_phase[phase].append(max(m.dispatch_s, (seconds - work) / calls))
     return {k: statistics.median(v) for k, v in per_phase.items() if v}

@@ -15,15 +15,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from advisor.catalog.schema import Catalog, Device, Efficiency, Instance
 from advisor.errors import UserError
+from advisor.io import read_yaml
 
 ENV_VAR = "ADVISOR_CATALOG"
 SECTIONS: dict[str, type] = {"devices": Device, "efficiency": Efficiency, "instances": Instance}
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def shipped_dir() -> Path:
@@ -32,32 +31,6 @@ def shipped_dir() -> Path:
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parents[2] / "catalog"
-
-
-def read_yaml(path: Path) -> Any:
-    """Safe-load one YAML file; every failure becomes a UserError naming the file (and line)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file", "check the path") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a folder, expected a YAML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})", "check the file") from None
-    try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
-    except yaml.constructor.ConstructorError as exc:
-        mark = exc.problem_mark
-        where = f":{mark.line + 1}" if mark else ""
-        raise UserError(
-            f"{path}{where}: {exc.problem}",
-            "only plain YAML is allowed (no !!python or other tags)",
-        ) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserError(f"{path}{where}: malformed YAML: {problem}", "fix the YAML syntax") from None
 
 
 def yaml_files(path: Path) -> list[Path]:

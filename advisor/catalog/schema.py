@@ -13,10 +13,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from advisor import units
 from advisor.errors import UserError
-
-DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
-DeviceKind = Literal["cpu", "gpu", "tpu", "accelerator"]
-Dtype = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8"]
+from advisor.vocab import DTYPES, PHASES, DeviceKind, SoftwareStack
 
 
 def _quantity(kind: str, low: float, high: float):
@@ -68,7 +65,8 @@ class PeakFlops(Strict):
     int8: FlopRate | None = None
 
     def get(self, dtype: str) -> float | None:
-        return getattr(self, dtype)
+        """The peak for `dtype`; None for a dtype the unit has no figure for (or no catalog dtype at all)."""
+        return getattr(self, dtype) if dtype in DTYPES else None
 
     def dtypes(self) -> list[str]:
         return [d for d in DTYPES if getattr(self, d) is not None]
@@ -90,6 +88,16 @@ class Device(Strict):
     cores: int | None = Field(None, gt=0, le=4096, description="CPU cores per socket (CPUs only)")
     threads_per_core: int | None = Field(None, ge=1, le=8, description="CPUs only")
     sm_count: int | None = Field(None, gt=0, le=1024, description="GPU streaming multiprocessors")
+    tensorcores_per_chip: int | None = Field(
+        None, ge=1, le=16, description="TPUs: TensorCores per chip (slice names count cores for v2-v4 and v5p)"
+    )
+    software_stack: SoftwareStack | None = Field(
+        None, description="what PyTorch runs on: cuda, rocm, xla, neuron, habana, cann or cpu (default: cpu for a CPU)"
+    )
+    skypilot_accelerator: str | None = Field(
+        None, description="SkyPilot's accelerator name for it (`sky show-gpus`); None where SkyPilot has none"
+    )
+    training: bool = Field(True, description="false for inference-only chips: never a training candidate")
     tdp_watts: float = Field(gt=0, le=5000)
     launch_year: int = Field(ge=1990, le=2035)
     source: str = Field(min_length=5)
@@ -105,7 +113,14 @@ class Device(Strict):
             raise ValueError("a CPU needs cores and threads_per_core (per socket)")
         if not self.vector_flops.dtypes():
             raise ValueError("vector_flops needs at least one dtype (fp32)")
+        if self.kind != "cpu" and self.software_stack is None:
+            raise ValueError("software_stack is required for a non-CPU device (cuda, rocm, xla, neuron, ...)")
         return self
+
+    @property
+    def stack(self) -> str:
+        """The software stack, `cpu` for a CPU that does not name one."""
+        return self.software_stack or "cpu"
 
     def peak(self, dtype: str, unit: Literal["matrix", "vector"]) -> float | None:
         return (self.matrix_flops if unit == "matrix" else self.vector_flops).get(dtype)
@@ -155,7 +170,7 @@ class Efficiency(Strict):
     matrix_by_dtype: dict[str, Curve] = Field(
         {}, description="matmul/conv efficiency curve per dtype (fp32, bf16...); overrides `matrix` for that dtype"
     )
-    phase_overhead_s: dict[Literal["forward", "backward", "optimizer"], Duration] = Field(
+    phase_overhead_s: dict[Literal[PHASES], Duration] = Field(
         {},
         description="fixed cost per op in each phase of eager training (module calls, autograd); "
         "overrides op_overhead_s for that phase",
@@ -206,12 +221,33 @@ class Instance(Strict):
     fabric: Link | None = Field(None, description="intra-node device fabric: nvswitch, nvlink-pairs, pcie, ici")
     network: Link | None = Field(None, description="inter-node network per node (EFA, InfiniBand, DCN)")
     max_nodes: int = Field(1, ge=1, le=100000, description="how many of these can be joined for one job")
+    fabric_domain_devices: int | None = Field(
+        None,
+        ge=1,
+        le=100000,
+        description="devices joined by the intra-node fabric when that domain spans several nodes (72 for a "
+        "GB200 NVL72 rack, the slice for TPU); default: one node's devices",
+    )
     pricing: Pricing
     amortized: bool = Field(False, description="on-prem: the price is an amortized estimate to override")
     source: str = Field(min_length=5)
     extra_sources: list[str] = []
     as_of: dt.date
     notes: str | None = None
+
+    @model_validator(mode="after")
+    def _domain(self) -> Instance:
+        if self.fabric_domain_devices is not None and self.fabric_domain_devices < self.device_count:
+            raise ValueError(
+                f"fabric_domain_devices {self.fabric_domain_devices} is fewer than the node's {self.device_count:g} "
+                "devices (it counts every device the fabric joins, one node's included)"
+            )
+        return self
+
+    @property
+    def domain_devices(self) -> float:
+        """Devices one fast-fabric domain joins: the node's, unless the catalog says the domain spans nodes."""
+        return self.fabric_domain_devices or self.device_count
 
     def hourly_usd(self, spot: bool = False) -> float | None:
         """USD per hour for one whole instance (node), or None when there is no such offer."""

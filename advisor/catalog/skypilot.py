@@ -26,16 +26,12 @@ from advisor import __version__
 from advisor.catalog.lookup import find_device
 from advisor.catalog.schema import Catalog, Device
 from advisor.errors import UserError
-from advisor.render.output import dump_yaml, write_atomic
+from advisor.io import dump_yaml, write_atomic
 
 REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "Region")
 PLACEHOLDER_PRICES = (700.0,)  # GCP's marker for zones without the TPU (SkyPilot catalog README)
 OUTLIER_FACTOR = 10.0
-# TPU slice names count TensorCores for v2, v3, v4 and v5p (two per chip) and chips for v5e and v6e
-# (cloud.google.com/tpu/docs/system-architecture-tpu-vm).
 _TPU = re.compile(r"^tpu-(v\d+[a-z]*)-(\d+)$")
-_TPU_CORES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 2, "v5p": 2}
-_TPU_GENERATION = {"v5litepod": "v5e"}
 
 
 @dataclass
@@ -99,17 +95,23 @@ def _number(text: str | None) -> float | None:
 
 
 def _device_for(catalog: Catalog, accelerator: str, instance_type: str) -> tuple[Device, float] | None:
-    """The catalog device an accelerator name means, and the multiplier from SkyPilot's count to devices."""
+    """The catalog device an accelerator name means, and the multiplier from SkyPilot's count to devices.
+
+    Devices name their SkyPilot spelling in the catalog (`skypilot_accelerator`); a name no device claims is
+    looked up through ids and aliases. TPU rows name a slice ('tpu-v5p-8'): its size counts TensorCores or
+    chips as the device's `tensorcores_per_chip` says."""
     tpu = _TPU.match(accelerator.lower())
-    name, per_count = accelerator, 1.0
-    if tpu:
-        generation = _TPU_GENERATION.get(tpu.group(1), tpu.group(1))
-        name = f"tpu-{generation}"
-        per_count = int(tpu.group(2)) / _TPU_CORES_PER_CHIP.get(generation, 1)
-    try:
-        device = find_device(catalog, name)
-    except UserError:
-        return None
+    name, size = (f"tpu-{tpu.group(1)}", int(tpu.group(2))) if tpu else (accelerator, 1)
+    claimed = [
+        d for d in catalog.devices.values() if d.skypilot_accelerator and d.skypilot_accelerator.lower() == name.lower()
+    ]
+    if claimed:
+        device = min(claimed, key=lambda d: d.id)
+    else:
+        try:
+            device = find_device(catalog, name)
+        except UserError:
+            return None
     # SkyPilot names the chip, not the form factor: let the instance type choose PCIe or SXM.
     lowered = instance_type.lower()
     for form, other in (("pcie", "sxm"), ("sxm", "pcie")):
@@ -117,6 +119,7 @@ def _device_for(catalog: Catalog, accelerator: str, instance_type: str) -> tuple
             sibling = catalog.devices.get(device.id.replace(other, form))
             if sibling is not None:
                 device = sibling
+    per_count = size / (device.tensorcores_per_chip or 1) if tpu else 1.0
     return device, per_count
 
 

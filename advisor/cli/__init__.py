@@ -58,4 +58,8 @@ for _module in COMMANDS:
 
 
 def main() -> None:
+    import warnings
+
+    # torch warns on import when NumPy is missing, which advisor never needs; keep every command's output clean.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     run_app(app)

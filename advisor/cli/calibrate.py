@@ -15,7 +15,8 @@ import typer
 
 from advisor.cli.common import FormatOpt, note
 from advisor.errors import UserError
-from advisor.render.output import Format, check_writable, dump_yaml, emit, write_atomic
+from advisor.io import check_writable, dump_yaml, write_atomic
+from advisor.render.output import Format, emit
 
 DEVICES = ("cpu", "cuda")
 

@@ -125,8 +125,8 @@ def import_skypilot_cmd(
     import datetime as dt
 
     from advisor.catalog.skypilot import import_paths, write_overlay
+    from advisor.io import check_writable
     from advisor.render import catalog_tables as tables
-    from advisor.render.output import check_writable
 
     check_writable(output, "overlay")
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -29,17 +29,21 @@ PlotOpt = Annotated[
 ]
 
 
+if TYPE_CHECKING:
+    from advisor.profiler.schema import Profile
+
+
 def check_plot(path: Path | None) -> None:
     """Before any work: the PNG path can be written and matplotlib is there."""
     if path is not None:
-        from advisor.render.output import check_writable
+        from advisor.io import check_writable
         from advisor.render.plots import require_matplotlib
 
         check_writable(path, "--plot")
         require_matplotlib()
 
 
-def plot_roofline(path: Path, profile, device, cat, precision: str, batch: int | None = None) -> None:
+def plot_roofline(path: Path, profile: Profile, device, cat, precision: str, batch: int | None = None) -> None:
     from advisor.render.plots import roofline_png
 
     roofline_png(profile, device, cat.efficiency[device.efficiency], precision, path, batch=batch)

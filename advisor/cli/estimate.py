@@ -9,6 +9,7 @@ import typer
 from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_plot, plot_roofline
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
+from advisor.vocab import check_choice
 
 PRECISION_HELP = "fp32, tf32, bf16-mixed, fp16-mixed or bf16 (default: the profile's)."
 
@@ -22,17 +23,6 @@ def parse_workload(samples: str | None, epochs: float | None, steps: str | None,
     if epochs is not None and epochs <= 0:
         raise UserError(f"--epochs must be positive, got {epochs:g}")
     return count(samples, "--samples"), epochs, count(steps, "--steps"), count(tokens, "--tokens")
-
-
-def check_choice(value: str | None, choices: tuple[str, ...], option: str) -> None:
-    if value is not None and value not in choices:
-        import difflib
-
-        raise UserError(
-            f"unknown {option} {value!r}",
-            f"use one of {', '.join(choices)}",
-            difflib.get_close_matches(value, choices, n=2),
-        )
 
 
 def register(app: typer.Typer) -> None:
@@ -68,10 +58,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Estimate step time, memory per device, total time and cost of training on one configuration."""
         from advisor import api
-        from advisor.estimator.config import PRECISIONS
+        from advisor.vocab import PRECISIONS, STRATEGIES
 
         check_choice(precision, PRECISIONS, "--precision")
-        check_choice(strategy, ("single", "ddp", "fsdp"), "--strategy")
+        check_choice(strategy, STRATEGIES, "--strategy")
         check_choice(pricing, ("on-demand", "spot"), "--pricing")
         for value, option in ((micro_batch, "--micro-batch"), (global_batch, "--global-batch"), (count, "--count")):
             if value is not None and value < 1:

@@ -13,23 +13,11 @@ import typer
 
 from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_plot, note, plot_roofline
 from advisor.errors import UserError
-from advisor.render.output import Format, check_writable, emit
+from advisor.io import check_writable
+from advisor.render.output import Format, emit
+from advisor.vocab import OPTIMIZERS, PRECISIONS, PROFILE_DEVICES, check_choice
 
-DEVICES = ("auto", "cuda", "cpu", "meta")
-PRECISIONS = ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16")
-OPTIMIZERS = ("adamw", "adam", "sgd")
 TOP = 8
-
-
-def _choice(value: str | None, choices: tuple[str, ...], option: str) -> None:
-    if value is not None and value not in choices:
-        import difflib
-
-        raise UserError(
-            f"unknown {option} {value!r}",
-            f"use one of {', '.join(choices)}",
-            difflib.get_close_matches(value, choices, n=2),
-        )
 
 
 def summary(profile: Any, path: Path | None) -> dict:
@@ -211,9 +199,9 @@ def register(app: typer.Typer) -> None:
         fmt: FormatOpt = Format.table,
     ) -> None:
         """Count FLOPs, bytes and memory of one training step of MODEL.py and save its profile."""
-        _choice(device, DEVICES, "--device")
-        _choice(precision, PRECISIONS, "--precision")
-        _choice(optimizer, OPTIMIZERS, "--optimizer")
+        check_choice(device, PROFILE_DEVICES, "--device")
+        check_choice(precision, PRECISIONS, "--precision")
+        check_choice(optimizer, OPTIMIZERS, "--optimizer")
         if batch_size < 1:
             raise UserError(f"--batch-size must be at least 1, got {batch_size}")
         if not model.is_file():

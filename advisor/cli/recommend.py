@@ -14,7 +14,8 @@ import typer
 
 from advisor.cli.common import CatalogOpt, FormatOpt, note
 from advisor.errors import UserError
-from advisor.render.output import Format, check_writable, emit
+from advisor.io import check_writable
+from advisor.render.output import Format, emit
 
 WORKLOAD_HELP = "Dataset size in samples ('1.28M'), with --epochs."
 
@@ -42,10 +43,11 @@ def build_question(
 ):
     """Parse and check everything the user typed: (catalog, profile, workload, constraints). Raises UserError."""
     from advisor import api, units
-    from advisor.cli.estimate import check_choice, parse_workload
+    from advisor.cli.estimate import parse_workload
     from advisor.estimator.config import Workload
     from advisor.recommender.candidates import resolve_devices, resolve_precisions, resolve_providers
     from advisor.recommender.model import Constraints
+    from advisor.vocab import check_choice
 
     deadline_s = None if deadline is None else units.parse_positive(deadline, "duration", "--deadline")
     budget_usd = None if budget is None else units.parse_positive(budget, "money", "--budget")
@@ -156,13 +158,13 @@ def register(app: typer.Typer) -> None:
         from advisor.recommender.rank import recommend
 
         rec = recommend(prof, cat, workload, constraints, top=top)
-        write_outputs(rec, prof, export, skypilot, plot)
+        write_outputs(rec, prof, cat, export, skypilot, plot)
         from advisor.render.recommend_tables import print_recommendation
 
         emit(rec, fmt, lambda: print_recommendation(rec))
 
 
-def write_outputs(rec, prof, export: Path | None, skypilot: Path | None, plot: Path | None) -> None:
+def write_outputs(rec, prof, cat, export: Path | None, skypilot: Path | None, plot: Path | None) -> None:
     if export is not None:
         from advisor.render.export import write_export
 
@@ -174,7 +176,7 @@ def write_outputs(rec, prof, export: Path | None, skypilot: Path | None, plot: P
         else:
             from advisor.render.skypilot import write_task
 
-            write_task(rec.options[0], prof, rec, skypilot)
+            write_task(rec.options[0], prof, cat.devices[rec.options[0].device], skypilot)
             note(f"SkyPilot task for rank 1 written to {skypilot} (launch: sky launch {skypilot})")
     if plot is not None:
         from advisor.render.plots import pareto_png

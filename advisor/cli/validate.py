@@ -14,8 +14,7 @@ import typer
 from advisor.cli.common import CatalogOpt, FormatOpt, note
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
-
-PRECISIONS = ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16")
+from advisor.vocab import PRECISIONS
 
 
 def _table(v) -> None:

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from advisor.errors import UserError
-
-Precision = Literal["fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16"]
-Strategy = Literal["single", "ddp", "fsdp"]
-PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16")
-
-# The dtype matrix-unit ops compute in, and the dtype of activations, under each precision.
-COMPUTE_DTYPE = {"fp32": "fp32", "tf32": "tf32", "bf16-mixed": "bf16", "fp16-mixed": "fp16", "bf16": "bf16"}
-DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp4": 0.5, "int8": 1}
-# Bytes per parameter for weights, gradients and optimizer state. Mixed precision keeps fp32 weights
-# and gradients (autocast casts on the fly); pure bf16 keeps everything in bf16.
-PARAM_BYTES = {"fp32": 4, "tf32": 4, "bf16-mixed": 4, "fp16-mixed": 4, "bf16": 2}
-OPTIMIZER_STATES = {"adamw": 2, "adam": 2, "sgd": 1}  # tensors per parameter (m and v; momentum)
+from advisor.vocab import Precision, Strategy
 
 
 class Workload(BaseModel):

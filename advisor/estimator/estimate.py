@@ -20,9 +20,11 @@ from pydantic import BaseModel, Field
 from advisor.catalog.schema import Catalog, Device, Efficiency, Instance
 from advisor.errors import UserError
 from advisor.estimator.comm import Fabric, check_fabric, collective_parts, collective_time, fabric_for
-from advisor.estimator.config import COMPUTE_DTYPE, DTYPE_BYTES, PARAM_BYTES, Config, Workload
+from advisor.estimator.config import Config, Workload
 from advisor.estimator.memory import Memory, max_micro_batch, memory_for, repeated_blocks
-from advisor.estimator.roofline import byte_scale, effective_dtype, op_time
+from advisor.estimator.roofline import profile_op_time
+from advisor.profiler.schema import Profile
+from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, PARAM_BYTES
 
 DDP_BUCKET_BYTES = 25e6  # torch DistributedDataParallel's default bucket_cap_mb
 
@@ -77,16 +79,13 @@ def _bound(phase: Phase) -> str:
     return max(parts, key=parts.get)
 
 
-def phase_times(profile, device: Device, eff: Efficiency, precision: str, micro: int) -> dict[str, Phase]:
+def phase_times(profile: Profile, device: Device, eff: Efficiency, precision: str, micro: int) -> dict[str, Phase]:
     """Roofline time of each phase (forward, backward, optimizer) at micro-batch `micro` on one device."""
     sums: dict[str, list[float]] = {}
     for op in profile.ops:
-        dtype = effective_dtype(op.dtype, op.category, profile.precision, precision)
-        scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
-        nbytes = (op.bytes_read.at(micro) + op.bytes_written.at(micro)) * scale
         # integer and bool ops (BatchNorm's step counter) have no catalog peak: roofline.peak_for gives them
         # the vector units' fp32 rate
-        t = op_time(device, eff, op.flops.at(micro), nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op)
+        t = profile_op_time(op, device, eff, profile.precision, precision, micro)
         acc = sums.setdefault(op.phase, [0.0] * 6)
         for i, value in enumerate((t.seconds, t.compute_s, t.memory_s, t.overhead_s, t.flops, t.bytes)):
             acc[i] += value
@@ -112,7 +111,7 @@ def check_precision(device: Device, precision: str) -> None:
         )
 
 
-def _comm(profile, config: Config, fabric: Fabric, phases: dict[str, Phase], accum: int) -> Comm:
+def _comm(profile: Profile, config: Config, fabric: Fabric, phases: dict[str, Phase], accum: int) -> Comm:
     per_node, nodes = config.devices_per_node, config.nodes
     if config.world <= 1 or config.strategy == "single":
         return Comm(total_s=0, exposed_s=0, bytes_per_step=0, intra=fabric.intra_type, inter=fabric.inter_type)
@@ -156,7 +155,7 @@ def billed_cost(seconds: float, hourly: float, nodes: int, instance: Instance) -
     return hourly * nodes * billed / 3600.0
 
 
-def steps_for(profile, workload: Workload | None, global_batch: int) -> float | None:
+def steps_for(profile: Profile, workload: Workload | None, global_batch: int) -> float | None:
     if workload is None or workload.empty():
         return None
     if workload.steps is not None:
@@ -195,7 +194,7 @@ def scaled_device(device: Device, factor: float) -> Device:
     )
 
 
-def _batches(profile, config: Config, fit) -> tuple[int, int, int, list[str]]:
+def _batches(profile: Profile, config: Config, fit) -> tuple[int, int, int, list[str]]:
     """(micro-batch, accumulation, global batch, notes). Without --global-batch each device takes
     --micro-batch, else the profile's batch size. The micro-batch is the largest that fits, then evened out so that the
     accumulation steps pad the global batch as little as possible."""
@@ -325,7 +324,9 @@ def estimate(
     return est
 
 
-def _assumptions(device: Device, eff: Efficiency, config: Config, profile, fabric: Fabric, peak, blocks) -> list[str]:
+def _assumptions(
+    device: Device, eff: Efficiency, config: Config, profile: Profile, fabric: Fabric, peak, blocks
+) -> list[str]:
     dtype = COMPUTE_DTYPE[config.precision]
     out = [
         f"datasheet: {device.name}: {dtype} matrix peak {peak / 1e12:.4g} TFLOP/s, memory bandwidth "

@@ -17,11 +17,16 @@ in it (the profile's `Linear`), so the largest micro-batch that fits has a close
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from advisor.catalog.schema import Device, Efficiency, Instance
-from advisor.estimator.config import COMPUTE_DTYPE, DTYPE_BYTES, OPTIMIZER_STATES, PARAM_BYTES, Config
+from advisor.estimator.config import Config
+from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, OPTIMIZER_STATES, PARAM_BYTES
+
+if TYPE_CHECKING:
+    from advisor.profiler.schema import Profile
 
 
 class Memory(BaseModel):
@@ -74,7 +79,7 @@ def optimizer_states(profile) -> float:
 
 
 def memory_for(
-    profile,
+    profile: Profile,
     config: Config,
     device: Device,
     eff: Efficiency,
@@ -121,7 +126,9 @@ def memory_for(
     )
 
 
-def max_micro_batch(profile, config: Config, device, eff, instance, limit: int, blocks: int | None = None) -> int:
+def max_micro_batch(
+    profile: Profile, config: Config, device, eff, instance, limit: int, blocks: int | None = None
+) -> int:
     """The largest micro-batch ≤ limit that fits (1 when even 1 does not): memory is linear in the
     micro-batch, so two evaluations give the line and a third confirms the answer against rounding."""
     one = memory_for(profile, config, device, eff, instance, 1, blocks)

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.catalog.schema import DTYPES, Device, Efficiency
-from advisor.estimator.config import COMPUTE_DTYPE, DTYPE_BYTES
-
-FLOAT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp64")
+from advisor.catalog.schema import Device, Efficiency
+from advisor.profiler.schema import OpRecord
+from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, DTYPES, FLOAT_DTYPES, canonical_dtype
 
 
 @dataclass
@@ -37,7 +36,9 @@ class OpTime:
 
 
 def effective_dtype(op_dtype: str, category: str, profiled: str, target: str) -> str:
-    """The dtype an op computes in when a profile made under `profiled` precision runs under `target`."""
+    """The dtype an op computes in when a profile made under `profiled` precision runs under `target`
+    (always a catalog spelling: the profiler's 'fp8_e4m3' computes as 'fp8')."""
+    op_dtype = canonical_dtype(op_dtype)
     if profiled == target or op_dtype not in FLOAT_DTYPES:
         return op_dtype
     if category == "matrix":
@@ -53,13 +54,14 @@ def effective_dtype(op_dtype: str, category: str, profiled: str, target: str) ->
 
 
 def byte_scale(op_dtype: str, new_dtype: str) -> float:
-    old = DTYPE_BYTES.get(op_dtype)
-    new = DTYPE_BYTES.get(new_dtype)
+    old = DTYPE_BYTES.get(canonical_dtype(op_dtype))
+    new = DTYPE_BYTES.get(canonical_dtype(new_dtype))
     return new / old if old and new else 1.0
 
 
 def peak_for(device: Device, dtype: str, category: str) -> tuple[float | None, str]:
     """Peak FLOP/s for an op and the unit it lands on. tf32 falls back to fp32 where there is no tf32."""
+    dtype = canonical_dtype(dtype)
     if category == "matrix":
         peak = device.matrix_flops.get(dtype)
         if peak:
@@ -138,3 +140,15 @@ def op_time(
         unit=unit,
         dtype=dtype,
     )
+
+
+def profile_op_time(
+    op: OpRecord, device: Device, eff: Efficiency, profiled: str, precision: str, batch: float
+) -> OpTime:
+    """Time of one profile record (all its calls) at micro-batch `batch` under `precision`: the one per-op
+    timing that the estimator, the roofline plot and calibration all use. The op computes in the dtype the
+    precision gives it (`effective_dtype`) and moves its bytes rescaled to that dtype's width."""
+    dtype = effective_dtype(op.dtype, op.category, profiled, precision)
+    scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
+    nbytes = (op.bytes_read.at(batch) + op.bytes_written.at(batch)) * scale
+    return op_time(device, eff, op.flops.at(batch), nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op)

@@ -6,23 +6,13 @@ import contextlib
 from typing import Any
 
 from advisor.errors import UserError
-
-DEVICES = ("auto", "cuda", "cpu", "meta")
-PRECISIONS = ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16")
-OPTIMIZERS = ("adamw", "adam", "sgd")
+from advisor.vocab import PRECISIONS, PROFILE_DEVICES, check_choice
 
 
 def resolve_device(name: str) -> str:
     import torch
 
-    if name not in DEVICES:
-        import difflib
-
-        raise UserError(
-            f"unknown --device {name!r}",
-            f"use one of {', '.join(DEVICES)}",
-            difflib.get_close_matches(name, DEVICES, n=2),
-        )
+    check_choice(name, PROFILE_DEVICES, "--device")
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
@@ -33,14 +23,7 @@ def resolve_device(name: str) -> str:
 def check_precision(precision: str, device: str) -> None:
     import torch
 
-    if precision not in PRECISIONS:
-        import difflib
-
-        raise UserError(
-            f"unknown --precision {precision!r}",
-            f"use one of {', '.join(PRECISIONS)}",
-            difflib.get_close_matches(precision, PRECISIONS, n=2),
-        )
+    check_choice(precision, PRECISIONS, "--precision")
     if device == "cpu" and precision == "tf32":
         raise UserError(
             "--precision tf32 needs an NVIDIA GPU (Ampere or newer); the CPU cannot run it",

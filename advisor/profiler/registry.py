@@ -9,7 +9,7 @@ error, so a formula lives in exactly one place.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,25 +100,6 @@ def registered() -> dict[str, Entry]:
 
 def numel(x: Any) -> int:
     return math.prod(x.shape) if hasattr(x, "shape") else 1
-
-
-def tensors(xs: Sequence[Any]) -> list:
-    import torch
-
-    return [x for x in xs if isinstance(x, torch.Tensor)]
-
-
-def first_tensor(out: Any):
-    import torch
-
-    if isinstance(out, torch.Tensor):
-        return out
-    if isinstance(out, (list, tuple)):
-        for o in out:
-            t = first_tensor(o)
-            if t is not None:
-                return t
-    return None
 
 
 def out_numel(out: Any) -> int:

@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.errors import UserError
+from advisor.vocab import PHASES, Category, Phase  # noqa: F401 - PHASES is re-exported
 
 SCHEMA_VERSION = 1
-
-Phase = Literal["forward", "backward", "optimizer"]
-Category = Literal["matrix", "vector", "memory"]
-PHASES: tuple[str, ...] = ("forward", "backward", "optimizer")
 
 
 class Strict(BaseModel):
@@ -153,7 +149,7 @@ def now_iso() -> str:
 
 def load_profile(path: str | Path) -> Profile:
     """Read a profile YAML (safe loading), checking its schema version and fields."""
-    from advisor.catalog.load import read_yaml
+    from advisor.io import read_yaml
 
     path = Path(path)
     data = read_yaml(path)
@@ -175,6 +171,6 @@ def load_profile(path: str | Path) -> Profile:
 
 
 def save_profile(profile: Profile, path: str | Path) -> Path:
-    from advisor.render.output import dump_yaml, write_atomic
+    from advisor.io import dump_yaml, write_atomic
 
     return write_atomic(Path(path), dump_yaml(profile), "profile")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from advisor.catalog.schema import Catalog, Device, Instance
 from advisor.errors import UserError
-from advisor.estimator.config import COMPUTE_DTYPE, PRECISIONS
+from advisor.vocab import COMPUTE_DTYPE, DEVICE_KINDS, PRECISIONS
 
 # Without --precision: fp32, tf32 where the device has it, and one 16-bit mixed precision (bf16-mixed, or
 # fp16-mixed on devices without bf16; both run at the same rate, so listing both would only duplicate).
@@ -33,7 +33,7 @@ def default_precisions(device: Device) -> list[str]:
     return out
 
 
-KINDS = ("cpu", "gpu", "tpu", "accelerator")
+KINDS = DEVICE_KINDS
 
 
 @dataclass(frozen=True)

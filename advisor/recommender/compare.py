@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, Field
 
 from advisor import units
@@ -9,8 +11,10 @@ from advisor.catalog.schema import Catalog
 from advisor.estimator.config import Workload
 from advisor.recommender.model import Constraints, Option, Question
 from advisor.recommender.rank import recommend, sort_key
+from advisor.vocab import DEVICE_KINDS
 
-KINDS = ("cpu", "gpu", "tpu", "accelerator")
+if TYPE_CHECKING:
+    from advisor.profiler.schema import Profile
 
 
 class KindRow(BaseModel):
@@ -52,12 +56,12 @@ def _verdict(rows: list[KindRow], objective: str) -> tuple[str | None, str]:
     return win.kind, "; ".join(parts)
 
 
-def compare(profile, catalog: Catalog, workload: Workload, constraints: Constraints) -> Comparison:
+def compare(profile: Profile, catalog: Catalog, workload: Workload, constraints: Constraints) -> Comparison:
     """Per device kind: the best option under the objective among those meeting the constraints (else the
     best regardless of them, with a note), and the fastest of that kind; then which kind wins."""
     rec = recommend(profile, catalog, workload, constraints, top=1)
     rows = []
-    for kind in KINDS:
+    for kind in DEVICE_KINDS:
         group = [o for o in rec.feasible if o.device_kind == kind]
         if not group:
             present = any(catalog.devices[i.device].kind == kind for i in catalog.instances.values())

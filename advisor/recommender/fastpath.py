@@ -9,11 +9,16 @@ the micro-batch fit included, is left to `estimate()` itself so the two can neve
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from advisor.estimator.config import Config
 from advisor.estimator.memory import Memory, memory_for, repeated_blocks
 
+if TYPE_CHECKING:
+    from advisor.profiler.schema import Profile
 
-def too_big(profile, config: Config, device, eff, memo: dict) -> Memory | None:
+
+def too_big(profile: Profile, config: Config, device, eff, memo: dict) -> Memory | None:
     """The memory at micro-batch 1 when even that does not fit on `device`, else None."""
     if device.memory_bytes is None:
         return None

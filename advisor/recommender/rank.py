@@ -9,6 +9,7 @@ order is reproducible. Every comparison is on numbers, never on formatted text.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from advisor import units
 from advisor.catalog.schema import Catalog
@@ -19,6 +20,9 @@ from advisor.recommender.candidates import Candidate, enumerate_candidates
 from advisor.recommender.explain import explain
 from advisor.recommender.fastpath import too_big
 from advisor.recommender.model import Constraints, Option, Question, Recommendation, Rejections, Row
+
+if TYPE_CHECKING:
+    from advisor.profiler.schema import Profile
 
 
 def sort_key(option: Option, objective: str) -> tuple:
@@ -76,7 +80,7 @@ def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constra
     )
 
 
-def check_workload(profile, workload: Workload) -> None:
+def check_workload(profile: Profile, workload: Workload) -> None:
     if workload.empty():
         raise UserError(
             "recommend needs a workload: how much training",
@@ -89,7 +93,7 @@ def check_workload(profile, workload: Workload) -> None:
         )
 
 
-def evaluate(profile, catalog: Catalog, workload: Workload, constraints: Constraints):
+def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints: Constraints):
     """(feasible options, rejections, candidates estimated, assumptions by device, closest memory miss).
 
     Every candidate (configuration × pricing) ends up either feasible or counted once under one reason."""
@@ -160,7 +164,9 @@ def evaluate(profile, catalog: Catalog, workload: Workload, constraints: Constra
     return feasible, rejections, estimated, notes, closest
 
 
-def recommend(profile, catalog: Catalog, workload: Workload, constraints: Constraints, top: int = 10) -> Recommendation:
+def recommend(
+    profile: Profile, catalog: Catalog, workload: Workload, constraints: Constraints, top: int = 10
+) -> Recommendation:
     """Rank every configuration in `catalog` for training `profile` on `workload` under `constraints`."""
     start = time.perf_counter()
     check_workload(profile, workload)

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor import units
-from advisor.catalog.schema import DTYPES, Catalog, Device, Instance
+from advisor.catalog.schema import Catalog, Device, Instance
+from advisor.vocab import DTYPES
 
 # Piped output gets wide tables instead of rich's 80-column default.
 console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 220)

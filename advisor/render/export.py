@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from advisor.errors import UserError
-from advisor.render.output import dump_yaml, plain, write_atomic
+from advisor.io import dump_yaml, plain, write_atomic
 
 KIND = "advisor-recommendation"
 VERSION = 1
@@ -30,7 +30,7 @@ def write_export(rec, path: Path) -> Path:
 
 def read_export(path: Path):
     """A Recommendation read back from an export; UserError for anything else."""
-    from advisor.catalog.load import read_yaml
+    from advisor.io import read_yaml
     from advisor.recommender.model import Recommendation
 
     data = read_yaml(Path(path))

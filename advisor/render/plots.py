@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor import units
 from advisor.errors import UserError
-from advisor.render.output import write_atomic
+from advisor.io import write_atomic
+
+if TYPE_CHECKING:
+    from advisor.profiler.schema import Profile
 
 KIND_COLORS = {"cpu": "tab:gray", "gpu": "tab:green", "tpu": "tab:blue", "accelerator": "tab:purple"}
 
@@ -84,26 +88,22 @@ def pareto_png(rec, path: Path) -> Path:
     return _save(fig, path, plt)
 
 
-def roofline_png(profile, device, efficiency, precision: str, path: Path, batch: int | None = None) -> Path:
+def roofline_png(profile: Profile, device, efficiency, precision: str, path: Path, batch: int | None = None) -> Path:
     """The profile's ops (one point per op record, at `batch`, default the profile's) on `device`'s roofline:
     x = arithmetic intensity (FLOPs per byte), y = achieved FLOP/s under the estimator's per-op model, with
     the datasheet peaks (matrix and vector, in the precision's dtype) and the memory-bandwidth slope."""
-    from advisor.estimator.config import COMPUTE_DTYPE
-    from advisor.estimator.roofline import byte_scale, effective_dtype, op_time, peak_for
+    from advisor.estimator.roofline import peak_for, profile_op_time
+    from advisor.vocab import COMPUTE_DTYPE
 
     plt = require_matplotlib()
     batch = batch or profile.batch_size
     dtype = COMPUTE_DTYPE[precision]
     points: dict[str, list[tuple[float, float]]] = {"matrix": [], "vector": [], "memory": []}
     for op in profile.ops:
-        op_dtype = effective_dtype(op.dtype, op.category, profile.precision, precision)
-        scale = byte_scale(op.dtype, op_dtype) if op_dtype != op.dtype else 1.0
-        flops = op.flops.at(batch)
-        nbytes = (op.bytes_read.at(batch) + op.bytes_written.at(batch)) * scale
-        if flops <= 0 or nbytes <= 0:
+        t = profile_op_time(op, device, efficiency, profile.precision, precision, batch)
+        if t.flops <= 0 or t.bytes <= 0:
             continue
-        t = op_time(device, efficiency, flops, nbytes, op.count, op.category, op_dtype)
-        points[op.category].append((flops / nbytes, flops / t.seconds))
+        points[op.category].append((t.flops / t.bytes, t.flops / t.seconds))
     fig, ax = plt.subplots(figsize=(8, 5.5))
     xs = [x for group in points.values() for x, _ in group] or [1.0]
     lo, hi = min(xs) / 4, max(xs) * 4

@@ -11,49 +11,31 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from advisor import units
-from advisor.render.output import write_atomic
+from advisor.catalog.schema import Device
+from advisor.io import write_atomic
 
 # advisor provider id -> SkyPilot cloud name (on-prem machines have none: SkyPilot reaches them through
 # Kubernetes or SSH node pools, which the user configures).
+
+if TYPE_CHECKING:
+    from advisor.profiler.schema import Profile
+
 CLOUDS = {"aws": "aws", "gcp": "gcp", "azure": "azure", "lambda": "lambda", "oci": "oci"}
-# advisor device id -> SkyPilot accelerator name (`sky show-gpus`), where the two differ from the id
-# upper-cased. Names, not hardware figures.
-ACCELERATORS = {
-    "h100-sxm": "H100",
-    "h100-pcie": "H100",
-    "h100-nvl": "H100-NVL",
-    "a100-40gb-sxm": "A100",
-    "a100-40gb-pcie": "A100",
-    "a100-80gb-sxm": "A100-80GB",
-    "a100-80gb-pcie": "A100-80GB",
-    "v100-sxm2-16gb": "V100",
-    "v100-pcie-16gb": "V100",
-    "v100-sxm2-32gb": "V100-32GB",
-    "rtx-a6000": "A6000",
-    "rtx-4090": "RTX4090",
-    "rtx-3090": "RTX3090",
-    "trainium": "Trainium",
-    "trainium2": "Trainium2",
-    "inferentia2": "Inferentia2",
-    "mi300x": "MI300X",
-}
 PORT = 29500
 
 
-def accelerator_name(device_id: str) -> str:
-    return ACCELERATORS.get(device_id, device_id.upper())
-
-
-def _tpu_slice(option) -> str | None:
-    """'tpu-v5p-16' for two v5p-8 slices: the instance name's size (cores or chips) times the nodes."""
+def _tpu_slice(option, device: Device) -> str | None:
+    """'tpu-v5p-16' for two v5p-8 slices: SkyPilot's name of the generation, and the instance name's size
+    (cores or chips, as Google counts them for that generation) times the nodes."""
     match = re.match(r"^(?:tpu-)?(v\d+[a-z]*)-(\d+)$", option.instance_name)
-    if option.device_kind != "tpu" or not match:
+    if option.device_kind != "tpu" or not match or not device.skypilot_accelerator:
         return None
-    return f"tpu-{match.group(1)}-{int(match.group(2)) * option.nodes}"
+    return f"{device.skypilot_accelerator}-{int(match.group(2)) * option.nodes}"
 
 
 def run_script(option) -> str:
@@ -70,18 +52,19 @@ def run_script(option) -> str:
     )
 
 
-def task_for(option, profile_name: str, rec=None) -> dict:
-    """The task as a dict, in the order SkyPilot's docs list the keys."""
+def task_for(option, profile_name: str, device: Device) -> dict:
+    """The task as a dict, in the order SkyPilot's docs list the keys. `device` is the option's catalog
+    device: SkyPilot's name for it is catalog data (`skypilot_accelerator`)."""
     resources: dict = {}
     cloud = CLOUDS.get(option.provider)
     if cloud:
         resources["cloud"] = cloud
         resources["region"] = option.region
-    tpu = _tpu_slice(option)
+    tpu = _tpu_slice(option, device)
     if tpu:
         resources["accelerators"] = tpu
-    elif option.device_kind != "cpu":
-        resources["accelerators"] = f"{accelerator_name(option.device)}:{option.devices_per_node}"
+    elif option.device_kind != "cpu" and device.skypilot_accelerator:
+        resources["accelerators"] = f"{device.skypilot_accelerator}:{option.devices_per_node}"
     if cloud and not tpu:
         resources["instance_type"] = option.instance_name
     resources["use_spot"] = option.pricing == "spot"
@@ -124,7 +107,7 @@ def dump_task(task: dict) -> str:
     return yaml.dump(task, Dumper=_TaskDumper, sort_keys=False, allow_unicode=True, width=110)
 
 
-def task_yaml(option, profile_name: str, rec=None) -> str:
+def task_yaml(option, profile_name: str, device: Device) -> str:
     header = (
         f"# SkyPilot task written by advisor for {profile_name}: {option.label()}\n"
         f"# estimated {units.fmt_duration(option.total_time_s)}, {units.fmt_money(option.cost_usd)}. "
@@ -132,8 +115,8 @@ def task_yaml(option, profile_name: str, rec=None) -> str:
     )
     if option.provider not in CLOUDS:
         header += "# On-prem: no cloud; point SkyPilot at the machines (SSH node pool or Kubernetes) to launch.\n"
-    return header + dump_task(task_for(option, profile_name, rec))
+    return header + dump_task(task_for(option, profile_name, device))
 
 
-def write_task(option, profile, rec, path: Path) -> Path:
-    return write_atomic(Path(path), task_yaml(option, profile.name, rec), "--skypilot")
+def write_task(option, profile: Profile, device: Device, path: Path) -> Path:
+    return write_atomic(Path(path), task_yaml(option, profile.name, device), "--skypilot")

@@ -1,0 +1,88 @@
+"""The shared words of advisor: dtypes, precisions, device kinds, phases, strategies, optimizers.
+
+Every module that names one of these imports it from here, so a new precision or dtype is added in one
+place. Each tuple is the canonical spelling and order; the `Literal` beside it is derived from it for
+pydantic fields. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Literal
+
+from advisor.errors import UserError
+
+# ---- dtypes: what a unit computes in (catalog peaks are given per dtype) ----
+DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
+Dtype = Literal[DTYPES]
+FLOAT_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4")
+DTYPE_BYTES: dict[str, float] = {
+    "fp64": 8,
+    "fp32": 4,
+    "tf32": 4,
+    "bf16": 2,
+    "fp16": 2,
+    "fp8": 1,
+    "fp4": 0.5,
+    "int8": 1,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "uint8": 1,
+    "bool": 1,
+}
+# Spellings the profiler records (from torch dtypes) that compute as a catalog dtype.
+_DTYPE_ALIASES = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_e4m3fnuz": "fp8", "fp8_e5m2fnuz": "fp8"}
+
+
+def canonical_dtype(name: str) -> str:
+    """The catalog dtype an op's recorded dtype computes in ('fp8_e4m3' -> 'fp8'); other names unchanged
+    (integer and bool dtypes have no catalog peak: the roofline runs them on the fp32 vector units)."""
+    return _DTYPE_ALIASES.get(name, name)
+
+
+# ---- precisions: how a training run uses dtypes ----
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16")
+Precision = Literal[PRECISIONS]
+# The dtype matrix-unit ops compute in under each precision.
+COMPUTE_DTYPE: dict[str, str] = {
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "bf16-mixed": "bf16",
+    "fp16-mixed": "fp16",
+    "bf16": "bf16",
+}
+# Bytes per parameter for weights, gradients and optimizer state. Mixed precision keeps fp32 weights and
+# gradients (autocast casts on the fly); pure bf16 keeps everything in bf16.
+PARAM_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "bf16-mixed": 4, "fp16-mixed": 4, "bf16": 2}
+
+# ---- hardware ----
+DEVICE_KINDS: tuple[str, ...] = ("cpu", "gpu", "tpu", "accelerator")
+DeviceKind = Literal[DEVICE_KINDS]
+# The software a device's PyTorch runs on: it decides how a launched job is set up (CUDA wheels, ROCm
+# wheels, torch_xla, the Neuron SDK, Habana's, Ascend's CANN with torch_npu).
+SOFTWARE_STACKS: tuple[str, ...] = ("cuda", "rocm", "xla", "neuron", "habana", "cann", "cpu")
+SoftwareStack = Literal[SOFTWARE_STACKS]
+
+# ---- a training step ----
+PHASES: tuple[str, ...] = ("forward", "backward", "optimizer")
+Phase = Literal[PHASES]
+CATEGORIES: tuple[str, ...] = ("matrix", "vector", "memory")
+Category = Literal[CATEGORIES]
+STRATEGIES: tuple[str, ...] = ("single", "ddp", "fsdp")
+Strategy = Literal[STRATEGIES]
+OPTIMIZERS: tuple[str, ...] = ("adamw", "adam", "sgd")
+# Optimizer state tensors per parameter (Adam's m and v; SGD's momentum).
+OPTIMIZER_STATES: dict[str, int] = {"adamw": 2, "adam": 2, "sgd": 1}
+# Where a model is profiled: the local GPU or CPU (auto picks), or meta (counts without memory).
+PROFILE_DEVICES: tuple[str, ...] = ("auto", "cuda", "cpu", "meta")
+
+
+def check_choice(value: str | None, choices: tuple[str, ...], option: str) -> None:
+    """A value typed for `option` must be one of `choices`: else a UserError with the closest spelling."""
+    if value is not None and value not in choices:
+        raise UserError(
+            f"unknown {option} {value!r}",
+            f"use one of {', '.join(choices)}",
+            difflib.get_close_matches(value, choices, n=2),
+        )

@@ -9,9 +9,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-import yaml
 
 from advisor import api
+from advisor.io import read_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "published_gpu.yaml"
@@ -22,7 +22,7 @@ CNN_FAMILIES = {"resnet", "resnext", "efficientnet", "mobilenet", "ssd"}
 
 @pytest.fixture(scope="module")
 def rows():
-    return yaml.safe_load(DATA.read_text())["rows"]
+    return read_yaml(DATA)["rows"]
 
 
 @pytest.fixture(scope="module")

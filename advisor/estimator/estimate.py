@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from advisor.catalog.schema import Catalog, Device, Efficiency, Instance
 from advisor.errors import UserError
-from advisor.estimator.bands import band_for
+from advisor.estimator.bands import band_for, workload_kind
 from advisor.estimator.comm import Fabric, check_fabric, collective_parts, collective_time, fabric_for
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.memory import Memory, max_micro_batch, memory_for, repeated_blocks
@@ -317,7 +317,10 @@ def estimate(
         memory=memory,
         assumptions=assumptions + _assumptions(device, eff, config, profile, fabric, peak, blocks),
     )
-    est.error_band, est.error_basis = band_for(catalog, device, eff, profile)
+    kind = cache.get(("kind",)) if cache is not None else None
+    est.error_band, est.error_basis = band_for(catalog, device, eff, profile, kind)
+    if cache is not None:
+        cache[("kind",)] = kind or workload_kind(profile)
     steps = steps_for(profile, workload, global_batch)
     if steps is not None:
         est.steps = steps

@@ -58,6 +58,7 @@ class Option(BaseModel):
     memory_bytes: float
     memory_capacity_bytes: float | None = None
     memory_headroom_bytes: float | None = None
+    error_band: float | None = Field(None, description="expected |error| of the time (a fraction); see the estimate")
     pareto: bool = False
     meets_deadline: bool = True
     within_budget: bool = True

@@ -74,6 +74,7 @@ def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constra
         memory_bytes=m.total_bytes,
         memory_capacity_bytes=m.capacity_bytes,
         memory_headroom_bytes=m.headroom_bytes,
+        error_band=est.error_band,
         pareto=False,
         meets_deadline=constraints.deadline_s is None or est.total_time_s <= constraints.deadline_s,
         within_budget=constraints.budget_usd is None or cost <= constraints.budget_usd,

@@ -44,6 +44,8 @@ def print_estimate(est: Estimate, profile_name: str) -> None:
         )
     step.add_row("[bold]step[/bold]", f"[bold]{units.fmt_duration(est.step_time_s)}[/bold]", "100 %", "")
     console.print(step)
+    if est.error_band is not None:
+        console.print(f"expected error {est.error_basis}", overflow="fold")
     console.print(
         f"of which compute-bound {units.fmt_duration(est.compute_s)}, memory-bound "
         f"{units.fmt_duration(est.memory_bound_s)}, per-op overhead {units.fmt_duration(est.overhead_s)}, "
@@ -74,7 +76,8 @@ def print_estimate(est: Estimate, profile_name: str) -> None:
         )
     console.print(mem)
     if est.steps is not None:
-        line = f"{est.steps:,.0f} steps: {units.fmt_duration(est.total_time_s)}"
+        band = f" (±{100 * est.error_band:.0f} %)" if est.error_band is not None else ""
+        line = f"{est.steps:,.0f} steps: {units.fmt_duration(est.total_time_s)}{band}"
         if est.cost_usd is not None:
             pricing = "spot" if c.spot else "on-demand"
             line += (

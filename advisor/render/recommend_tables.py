@@ -37,7 +37,7 @@ def options_table(options, title: str) -> Table:
             "yes" if o.checkpointing else "no",
             o.pricing,
             units.fmt_duration(o.step_time_s),
-            units.fmt_duration(o.total_time_s),
+            units.fmt_duration(o.total_time_s) + (f" ±{100 * o.error_band:.0f}%" if o.error_band else ""),
             units.fmt_money(o.cost_usd),
             f"{100 * o.mfu:.0f} %",
             _headroom(o),

@@ -20,7 +20,7 @@ WIDEN = 1.5  # no validation data for the family: the median band of the others,
 MIN_UNCOVERED = 0.25  # and never narrower than this
 RNN_OPS = ("rnn", "lstm", "gru")
 CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution")
-GATHER_OPS = ("aten.embedding", "aten.embedding_dense_backward", "aten._embedding_bag", "aten._embedding_bag_backward")
+GATHER_OPS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
 ATTENTION = "attention"
 
 
@@ -42,10 +42,10 @@ def workload_kind(profile: Profile) -> str:
         return "rnn"
     if share(lambda o: o.op in CONV_OPS) > 0.4:
         return "cnn"
-    if (
-        share(lambda o: o.op in GATHER_OPS or o.op.startswith("aten._foreach"), of="bytes") > 0.4
-        and flops / nbytes < 20
-    ):
+    # embedding tables (the gradient a table's backward writes is as large as the table) holding most of the
+    # parameters: gathers, scatters and the updates of whole tables dominate
+    tables = sum(o.bytes_written.at(b) for o in profile.ops if o.phase == "backward" and o.op in GATHER_OPS)
+    if tables > 0.5 * profile.memory.parameter_bytes:
         return "recommender"
     # attention: a fused kernel, or batched matmuls around a softmax (written out, or einsum)
     scores = share(lambda o: o.op in ("aten.bmm", "aten.baddbmm")) > 0.005 and any(

@@ -286,11 +286,12 @@ class Counter(TorchDispatchMode):
         if category == "matrix" and dtype == "fp32" and self.tf32:
             dtype = "tf32"
         layout = ""
-        if info.name in LAYOUT_OPS:
-            x = next((a for a in args if isinstance(a, torch.Tensor) and a.dim() in (4, 5)), None)
-            fmt = torch.channels_last if x is not None and x.dim() == 4 else torch.channels_last_3d
-            if x is not None and not x.is_contiguous() and x.is_contiguous(memory_format=fmt):
-                layout = "channels_last"
+        if info.name in LAYOUT_OPS:  # cuDNN picks NHWC kernels when the input or the weight is channels-last
+            first = 1 if info.name == "aten.convolution_backward" else 0
+            for x in args[first : first + 2]:
+                if isinstance(x, torch.Tensor) and x.dim() in (4, 5) and not x.is_contiguous():
+                    fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+                    layout = "channels_last" if x.is_contiguous(memory_format=fmt) else layout
         key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout)
         index = self.keys.get(key)
         if index is None:

@@ -213,3 +213,21 @@ def test_module_calls_cost_python_time_on_a_cpu():
 
     assert step_overhead(P, with_(module_overhead_s=2e-6)) == {"forward": pytest.approx(24e-6)}  # 12 x 2 µs
     assert step_overhead(P, with_(module_overhead_s=2e-6, host_op_s=1e-5)) == {}  # the host bound counts it
+
+
+def test_gather_gradient_is_a_zeroed_table_then_a_scatter():
+    eff = with_(op_curves={"aten.embedding_dense_backward": [{"min_size": 0, "efficiency": 0.1}]})
+    op = OpRecord(
+        op="aten.embedding_dense_backward",
+        phase="backward",
+        category="vector",
+        dtype="fp32",
+        module="emb",
+        count=1,
+        flops=Linear(),
+        bytes_read=Linear(fixed=1e6),
+        bytes_written=Linear(fixed=4e6),
+    )
+    # the 4e6-byte table at the memory curve's 0.5: 4e6 / 5e9 = 800 µs; the 1e6 bytes of gathered rows at the
+    # scatter's own 0.1: 1e6 / 1e9 = 1 ms; + 10 µs overhead
+    assert profile_op_time(op, CPU, eff, "fp32", "fp32", 1).seconds == pytest.approx(1.81e-3)

@@ -19,17 +19,21 @@ REFERENCE_FLOPS = 2.0 * REFERENCE_N**3
 # GEMMs of M x 1024 by 1024 x 1024: one dimension as small as a batch of rows or one recurrent step
 SKINNY_M = (4, 8, 16, 32, 64, 128, 256)
 SKINNY_NK = 1024
-# (batch, channels, side, groups, kernel): depthwise 3x3, pointwise 1x1 and dense 3x3 layers of CNNs.
+# (batch, input channels, output channels, side, groups, kernel, stride): depthwise 3x3, pointwise 1x1 and dense
+# 3x3 layers of CNNs, a 3-channel stem and the stride-2 layers that halve a stage's resolution.
 CONV_SHAPES = (
-    (16, 32, 32, 32, 3),
-    (16, 128, 16, 128, 3),
-    (16, 512, 8, 512, 3),
-    (16, 32, 32, 1, 1),
-    (16, 128, 16, 1, 1),
-    (16, 512, 8, 1, 1),
-    (16, 16, 32, 1, 3),
-    (16, 64, 16, 1, 3),
-    (16, 256, 8, 1, 3),
+    (16, 32, 32, 32, 32, 3, 1),
+    (16, 128, 128, 16, 128, 3, 1),
+    (16, 512, 512, 8, 512, 3, 1),
+    (16, 32, 32, 32, 1, 1, 1),
+    (16, 128, 128, 16, 1, 1, 1),
+    (16, 512, 512, 8, 1, 1, 1),
+    (16, 16, 16, 32, 1, 3, 1),
+    (16, 64, 64, 16, 1, 3, 1),
+    (16, 256, 256, 8, 1, 3, 1),
+    (16, 3, 16, 32, 1, 3, 1),
+    (16, 16, 32, 32, 1, 3, 2),
+    (16, 32, 64, 16, 1, 1, 2),
 )
 
 
@@ -126,32 +130,26 @@ def floors(device: str, clock: Clock) -> dict[str, float]:
 
 def conv_points(device: str, clock: Clock, quick: bool):
     """Forward and backward (input and weight gradients) of CNN-like conv2d layers, NCHW as eager runs
-    them: two lists of (FLOPs, bytes read + written, seconds) per call, counted as the profiler counts them."""
+    them: two lists of (FLOPs, bytes read + written, seconds) per call, counted by the profiler's counter."""
     import torch
-    import torch.nn.functional as F
 
+    from advisor.calibration.ops import _counted
+
+    A = torch.ops.aten
     fwd, bwd = [], []
-    for n, c, side, groups, k in CONV_SHAPES[::4] if quick else CONV_SHAPES:
-        pairs = []
+    for n, cin, cout, side, groups, k, stride in CONV_SHAPES[::4] if quick else CONV_SHAPES:
+        args = ([stride] * 2, [k // 2] * 2, [1, 1], False, [0, 0], groups)
+        calls, back = [], []
         for _ in range(2):
-            x = torch.randn(n, c, side, side, device=device, requires_grad=True)
-            w = torch.randn(c, c // groups, k, k, device=device, requires_grad=True)
-            pairs.append((x, w))
-        y = F.conv2d(pairs[0][0], pairs[0][1], padding=k // 2, groups=groups)
-        gy = torch.randn_like(y)
-        flops = 2.0 * y.numel() * (c // groups) * k * k
-        act, wb = 4.0 * y.numel(), 4.0 * pairs[0][1].numel()
-        pad = [k // 2] * 2
-        forward = alternate([lambda x=x, w=w, p=pad, g=groups: F.conv2d(x, w, padding=p, groups=g) for x, w in pairs])
-        backward = alternate(
-            [
-                lambda x=x, w=w, p=pad, g=groups, gy=gy: torch.ops.aten.convolution_backward(
-                    gy, x, w, None, [1, 1], p, [1, 1], False, [0, 0], g, [True, True, False]
-                )
-                for x, w in pairs
-            ]
-        )
-        shape = f"conv {c}ch {side}px g{groups} k{k}"
-        fwd.append((flops, 2 * act + wb, clock(forward, shape)))  # read x and w, write y (as large as x here)
-        bwd.append((2 * flops, 3 * act + 2 * wb, clock(backward, shape + " backward")))  # read gy, x, w; write gx, gw
+            x = torch.randn(n, cin, side, side, device=device)
+            w = torch.randn(cout, cin // groups, k, k, device=device)
+            y = A.convolution(x, w, None, *args)
+            gy = torch.randn_like(y)
+            calls.append(lambda x=x, w=w, a=args: A.convolution(x, w, None, *a))
+            back.append(lambda x=x, w=w, gy=gy, a=args: A.convolution_backward(gy, x, w, None, *a, [True, True, False]))
+        shape = f"conv {cin}->{cout}ch {side}px g{groups} k{k} s{stride}"
+        for fns, out, what in ((calls, fwd, shape), (back, bwd, shape + " backward")):
+            counted = [c for c in _counted(fns[0]) if c[0].startswith("aten.convolution")]
+            if len(counted) == 1:
+                out.append((counted[0][1], counted[0][2], clock(alternate(fns), what)))
     return fwd, bwd

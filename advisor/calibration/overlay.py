@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 from advisor.calibration.bench import Measurements, Point
+from advisor.calibration.ops import SCATTERS
 
 MIN_EFFICIENCY = 0.001
 PEAK_MIN_BYTES = 1 << 18  # memory peak from calls moving at least this much
@@ -97,12 +98,28 @@ def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
         if data:
             out[key] = _curve(monotone([(f / b, f / _seconds(t, m.dispatch_s) / fp32) for f, b, t in data]))
     curves = {}
+    memory = _curve([(p.size, p.size / _body(p, m.dispatch_s) / bandwidth) for p in m.copy]) if m.copy else None
     for op, points in sorted(m.ops.items()):
-        # each call against its own roofline at the peaks: max(FLOPs / peak, bytes / bandwidth)
-        curves[op] = _curve([(b, max(f / fp32, b / bandwidth) / _seconds(t, m.dispatch_s)) for f, b, t in points])
+        # each call against its own roofline at the peaks: max(FLOPs / peak, bytes / bandwidth); a scatter's
+        # zeroed table (a fourth figure) is taken off at the memory curve's speed first
+        rows = []
+        for f, b, t, *table in points:
+            t = _seconds(t, m.dispatch_s)
+            if table and memory:
+                t = max(t - table[0] / (bandwidth * _at(memory, table[0])), 0.1 * t)
+            rows.append((b, max(f / fp32, b / bandwidth) / t))
+        curves[op] = _curve(rows)
     if curves:
         out["op_curves"] = curves
     return out
+
+
+def _at(steps: list[dict], size: float) -> float:
+    value = steps[0]["efficiency"]
+    for step in steps:
+        if size >= step["min_size"]:
+            value = step["efficiency"]
+    return value
 
 
 def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> dict:
@@ -118,6 +135,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         peaks[dtype] = peak
         curves[dtype] = _curve([(size, rate / peak) for size, rate in rates])
     bw = [(p.size, p.size / _body(p, m.dispatch_s)) for p in m.copy]
+    if not bw:
+        raise ValueError("no memory measurements")
     # the peak from calls long enough that the dispatch floor does not dominate them
     bandwidth = (
         max(r for s, r in bw if s >= PEAK_MIN_BYTES)
@@ -188,7 +207,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         efficiency["phase_overhead_s"] = {k: f"{v:.4g}" for k, v in overhead.items()}
     floors = dict(m.floors)
     for op, points in m.ops.items():  # no call of a measured op is cheaper than its smallest measured call
-        floors.setdefault(op, min(points, key=lambda p: p[1])[2])
+        if op not in SCATTERS:  # (a scatter's smallest call still zeroes its table)
+            floors.setdefault(op, min(points, key=lambda p: p[1])[2])
     if floors:
         efficiency["min_op_s"] = {op: f"{_seconds(t, m.dispatch_s):.4g}" for op, t in sorted(floors.items())}
     if m.module_overhead_s:

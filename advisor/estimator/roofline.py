@@ -83,6 +83,7 @@ def overhead_for(eff: Efficiency, phase: str | None) -> float:
     return eff.phase_overhead_s.get(phase, eff.op_overhead_s) if phase else eff.op_overhead_s
 
 
+SCATTERS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
 CONV_FORWARD = ("aten.convolution", "aten._convolution")
 CONV_OPS = (*CONV_FORWARD, "aten.convolution_backward")
 GEMM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.matmul", "aten.linear")
@@ -167,7 +168,7 @@ def op_time(
             peak, unit = peak_for(device, dtype, "vector" if vector_unit else category)
             eta = compute_efficiency(eff, category, dtype, f_call, op, b_call) * eta_scale
             t_cmp = f_call / (peak * eta)
-    t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls / 2))
+    t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls))
     body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0)
     compute_bound = t_cmp >= t_mem and t_cmp > 0
     return OpTime(
@@ -206,6 +207,11 @@ def profile_op_time(
     reuse = step_bytes if op.phase == "optimizer" else 0.0
     flops = op.flops.at(batch)
     extra = {}
+    if op.op in SCATTERS and op.op in eff.op_curves:
+        # a gather's gradient: the zeroed table (what it writes) as plain memory traffic, then the scatter-add
+        # of the rows it reads by the op's own curve
+        written = op.bytes_written.at(batch) * scale
+        nbytes, extra = nbytes - written, {"serial_bytes": written}
     if op.category == "matrix" and (eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose):
         tensor = kernels.tensor_cores(op, eff) or dtype not in ("fp16", "bf16")
         at_profile = op.flops.at(profile_batch) if profile_batch else 0.0

@@ -360,6 +360,12 @@ def _assumptions(
         out.append(f"FSDP units: {blocks} repeated blocks from the profile's module names; weights gathered in {dtype}")
     if config.checkpointing:
         out.append("activation checkpointing: one more forward pass; the profile's checkpoint_bytes are kept")
+    if eff.calibration_threads:
+        n = eff.calibration_threads
+        out.append(
+            f"{device.id} was calibrated with {n} torch thread{'s' * (n > 1)}: the estimate is for {n}; training "
+            f"with another count (torch.set_num_threads, OMP_NUM_THREADS) needs 'advisor calibrate --threads N'"
+        )
     if dtype == "tf32" and "tf32" not in device.dtypes():
         out.append(f"{device.id} has no tf32: matrix ops run in fp32")
     if profile.precision != config.precision:

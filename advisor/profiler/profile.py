@@ -179,22 +179,25 @@ def time_steps(
     low = low_dtype(precision)
     model, batch, opt, _ = build(mf, device, batch_size, precision, optimizer)
     phases: list[tuple[float, float, float]] = []
+    # one CPU thread: the process's CPU clock, which other processes on a shared machine cannot inflate (as
+    # advisor calibrate times); otherwise the wall clock
+    clock = time.process_time if device == "cpu" and torch.get_num_threads() == 1 else time.perf_counter
     with matmul_precision(precision, device):
         for i in range(warmup + repeats):
             opt.zero_grad(set_to_none=True)
             sync()
-            t0 = time.perf_counter()
+            t0 = clock()
             ctx = torch.autocast(device_type=device, dtype=low) if low is not None else contextlib.nullcontext()
             with ctx:
                 loss = forward_loss(mf, model, batch)
             sync()
-            t1 = time.perf_counter()
+            t1 = clock()
             loss.backward()
             sync()
-            t2 = time.perf_counter()
+            t2 = clock()
             opt.step()
             sync()
-            t3 = time.perf_counter()
+            t3 = clock()
             if i >= warmup:
                 phases.append((t1 - t0, t2 - t1, t3 - t2))
     name = torch.cuda.get_device_name() if device == "cuda" else cpu_name()

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_plot, plot_roofline
+from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_files, check_plot, plot_roofline
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
 from advisor.vocab import check_choice
@@ -67,6 +67,7 @@ def register(app: typer.Typer) -> None:
             if value is not None and value < 1:
                 raise UserError(f"{option} must be at least 1, got {value}")
         work = parse_workload(samples, epochs, steps, tokens)
+        check_files({"--plot": plot}, {"the profile": api.find_profile(profile)}, catalog)
         check_plot(plot)
         cat = api.catalog(catalog)
         prof = api.profile_from(profile)

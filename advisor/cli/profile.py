@@ -11,7 +11,16 @@ from typing import Annotated, Any
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_plot, note, plot_roofline
+from advisor.cli.common import (
+    CatalogOpt,
+    FormatOpt,
+    PlotOpt,
+    check_default_output,
+    check_files,
+    check_plot,
+    note,
+    plot_roofline,
+)
 from advisor.errors import UserError
 from advisor.io import check_writable
 from advisor.render.output import Format, emit
@@ -212,8 +221,13 @@ def register(app: typer.Typer) -> None:
         path = output or Path("profiles") / f"{name or model.stem}.yaml"
         if output is None and not path.parent.exists():
             check_writable(path.parent, "profile")  # profiles/ will be created in a writable folder
-        else:
-            check_writable(path, "profile")
+        elif output is None:
+            check_default_output(path)
+        check_files(
+            {"--output" if output else "the profile": path, "--plot": plot},
+            {"the model file": model},
+            catalog if plot is not None else False,
+        )
         check_plot(plot)
         if plot is not None and plot_hardware is None and device == "meta":
             raise UserError(

@@ -76,7 +76,8 @@ EXAMPLES = {
     "count": "'1.28M' or '10B'",
     "money": "'$500' or '$1.5k'",
 }
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_UNSIGNED = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMBER = rf"[-+]?{_UNSIGNED}"
 _ONE = re.compile(rf"^\s*({_NUMBER})\s*([^\d\s]+)?\s*$")
 _PART = re.compile(rf"({_NUMBER})\s*([a-zA-Zµ]+)")
 
@@ -107,6 +108,8 @@ def _parse_text(text: str, table: dict[str, float], kind: str, what: str, origin
     match = _ONE.match(text)
     if match:
         number, unit = float(match.group(1)), match.group(2) or ""
+        if not unit and kind == "duration" and number != 0:  # "3" could be seconds, hours or days: say which
+            raise UserError(f"{what}: {original!r} has no unit", f"write it like {EXAMPLES[kind]} (or '{text}s')")
         if not unit:  # a bare number is in base units
             return number
         if unit in table:
@@ -118,9 +121,9 @@ def _parse_text(text: str, table: dict[str, float], kind: str, what: str, origin
             f"{what}: unknown unit {unit!r} in {original!r}",
             f"use one of {', '.join(sorted(u for u in table if u)[:12])}; for example {EXAMPLES[kind]}",
         )
-    if kind == "duration":  # compound durations such as '1h30m' or '2d 12h'
+    if kind == "duration":  # compound durations such as '1h30m' or '2d 12h' (no signs: '1h-30m' is a typo)
         parts = _PART.findall(text)
-        if parts and re.fullmatch(rf"(?:\s*{_NUMBER}\s*[a-zA-Zµ]+)+\s*", text):
+        if parts and re.fullmatch(rf"(?:\s*{_UNSIGNED}\s*[a-zA-Zµ]+)+\s*", text):
             total = 0.0
             for number, unit in parts:
                 if unit not in table:

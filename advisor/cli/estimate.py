@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 import typer
@@ -20,8 +21,8 @@ def parse_workload(samples: str | None, epochs: float | None, steps: str | None,
     def count(value: str | None, what: str) -> float | None:
         return None if value is None else units.parse_positive(value, "count", what)
 
-    if epochs is not None and epochs <= 0:
-        raise UserError(f"--epochs must be positive, got {epochs:g}")
+    if epochs is not None and not (math.isfinite(epochs) and epochs > 0):
+        raise UserError(f"--epochs must be a positive number, got {epochs:g}", "e.g. --epochs 90")
     return count(samples, "--samples"), epochs, count(steps, "--steps"), count(tokens, "--tokens")
 
 

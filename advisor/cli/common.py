@@ -24,6 +24,23 @@ CatalogOpt = Annotated[
 ]
 
 
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        help="Stop the model's code after this many seconds (0: no limit); what it prints goes to stderr.",
+    ),
+]
+DEFAULT_TIMEOUT_S = 1800.0
+
+
+def check_timeout(timeout: float) -> None:
+    import math
+
+    if not (math.isfinite(timeout) and timeout >= 0):
+        raise UserError(f"--timeout must be a number of seconds (0: no limit), got {timeout:g}", "e.g. --timeout 600")
+
+
 PlotOpt = Annotated[
     Path | None,
     typer.Option("--plot", help="Also draw the profile's ops on the device's roofline (PNG; needs matplotlib)."),
@@ -129,9 +146,20 @@ def _interrupted() -> None:
 def run_app(app: typer.Typer) -> None:
     """Run the typer app: user errors become one line and exit code 2, bugs exit 1 with a short report,
     Ctrl-C and SIGTERM one line and exit codes 130 and 143."""
-    for name in ("SIGINT", "SIGTERM"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _on_signal)
+    from advisor.io import WRITTEN
+
+    WRITTEN.clear()
+    _caught.clear()
+    signals = [getattr(signal, n) for n in ("SIGINT", "SIGTERM") if hasattr(signal, n)]
+    previous = {s: signal.signal(s, _on_signal) for s in signals}
+    try:
+        _run(app)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _run(app: typer.Typer) -> None:
     try:
         code = app(standalone_mode=False)
         if code == 130:  # typer turns KeyboardInterrupt into exit code 130, without a word

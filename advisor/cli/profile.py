@@ -12,12 +12,15 @@ from typing import Annotated, Any
 import typer
 
 from advisor.cli.common import (
+    DEFAULT_TIMEOUT_S,
     CatalogOpt,
     FormatOpt,
     PlotOpt,
+    TimeoutOpt,
     check_default_output,
     check_files,
     check_plot,
+    check_timeout,
     note,
     plot_roofline,
 )
@@ -205,9 +208,11 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         catalog: CatalogOpt = None,
+        timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
         fmt: FormatOpt = Format.table,
     ) -> None:
         """Count FLOPs, bytes and memory of one training step of MODEL.py and save its profile."""
+        check_timeout(timeout)
         check_choice(device, PROFILE_DEVICES, "--device")
         check_choice(precision, PRECISIONS, "--precision")
         check_choice(optimizer, OPTIMIZERS, "--optimizer")
@@ -239,12 +244,12 @@ def register(app: typer.Typer) -> None:
 
             api.resolve_hardware(api.catalog(catalog), plot_hardware)  # an unknown name fails before the work
 
-        from advisor.profiler.model_file import InternalError
+        from advisor.profiler.model_file import InternalError, user_code
         from advisor.profiler.profile import profile_model
         from advisor.profiler.schema import save_profile
 
         try:
-            with _Progress() as tick:
+            with _Progress() as tick, user_code(model.name, timeout):
                 prof = profile_model(model, batch_size, device, precision, optimizer, name, tick=tick)
         except InternalError as exc:
             raise RuntimeError(str(exc)) from exc

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, note
+from advisor.cli.common import DEFAULT_TIMEOUT_S, CatalogOpt, FormatOpt, TimeoutOpt, check_timeout, note
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
 from advisor.vocab import PRECISIONS
@@ -44,9 +44,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         repeats: Annotated[int, typer.Option("--repeats", help="Timed steps (the median is reported).")] = 7,
         catalog: CatalogOpt = None,
+        timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
         fmt: FormatOpt = Format.table,
     ) -> None:
         """Run real training steps and print measured time, predicted time and the error per phase."""
+        check_timeout(timeout)
         if device not in ("cpu", "cuda"):
             raise UserError(f"unknown --device {device!r}", "use cpu or cuda")
         if precision not in PRECISIONS:
@@ -78,5 +80,8 @@ def register(app: typer.Typer) -> None:
         def tick(step: str) -> None:
             sys.stderr.write(f"  {step}\n")
 
-        v = run(model, device, batch_size, precision, repeats, catalog=cat, tick=tick)
+        from advisor.profiler.model_file import user_code
+
+        with user_code(model.name, timeout):
+            v = run(model, device, batch_size, precision, repeats, catalog=cat, tick=tick)
         emit(v, fmt, lambda: _table(v))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass
@@ -17,17 +18,26 @@ class Result:
         return [line for line in self.err.splitlines() if line.strip() and not line.startswith("note:")]
 
 
+@lru_cache(maxsize=1)
+def _command():
+    """The click command typer builds from the app (what `app()` rebuilds on every call, ~50 ms)."""
+    import typer
+
+    from advisor.cli import app
+
+    return typer.main.get_command(app)
+
+
 def cli(capfd, *args: str) -> Result:
     """`advisor ARGS` in-process; `capfd` is pytest's fixture (file-descriptor capture, as a shell sees it)."""
     from advisor.catalog import load
-    from advisor.cli import app
     from advisor.cli.common import run_app
 
     load._load_cached.cache_clear()
     capfd.readouterr()
     argv, sys.argv = sys.argv, ["advisor", *map(str, args)]
     try:
-        run_app(app)
+        run_app(_command())
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

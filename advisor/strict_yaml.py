@@ -17,6 +17,9 @@ date and `0x10` is 16, as before), and:
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+import sys
 from typing import Any
 
 import yaml
@@ -34,6 +37,14 @@ _SCALARS = {
     _T + "bool": ("true or false", _CTOR.construct_yaml_bool),
     _T + "null": ("null", _CTOR.construct_yaml_null),
     _T + "timestamp": ("a date", _CTOR.construct_yaml_timestamp),
+}
+_FAST = {  # plain decimal integers and floats and ISO dates: what PyYAML's constructors return for them
+    _T + "int": (re.compile(r"[-+]?(?:0|[1-9][0-9]*)"), int),
+    _T + "float": (re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"), float),
+    _T + "timestamp": (
+        re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}"),
+        lambda v: dt.date(int(v[:4]), int(v[5:7]), int(v[8:])),
+    ),
 }
 MAX_DEPTH = 64
 _MERGE = object()  # the plain scalar `<<` used as a key
@@ -120,6 +131,9 @@ class _Builder:
             )
         what, construct = known
         try:
+            fast = _FAST.get(tag)  # the common spellings, without building a node
+            if fast is not None and fast[0].fullmatch(value):
+                return fast[1](value)
             return construct(ScalarNode(tag, value))
         except (ValueError, OverflowError, TypeError, AttributeError, KeyError, yaml.YAMLError) as exc:
             field = self.field()
@@ -144,7 +158,7 @@ class _Builder:
                 hash(value)
             except TypeError:
                 raise YamlProblem(_line(e), "a mapping key must be a plain value, not a list or mapping") from None
-            top.key, top.key_event = value, e
+            top.key, top.key_event = sys.intern(value) if value.__class__ is str else value, e
             return
         key, top.key = top.key, _NO_KEY
         if value is _MERGE:
@@ -225,17 +239,30 @@ def load(data: bytes | str, budget: int) -> Any:
     checks above refuse, and yaml.YAMLError (with a problem_mark) for malformed YAML."""
     builder = _Builder(budget)
     parser = _Parser(data)
-    check, get, add, scalar = parser.check_event, parser.get_event, builder.add, ev.ScalarEvent
+    check, get, add, stack, resolvers = parser.check_event, parser.get_event, builder.add, builder.stack, _RESOLVERS
+    scalar, intern = ev.ScalarEvent, sys.intern
     try:
         while check():
             e = get()
             # The fast path, most of any file: an untagged scalar that no implicit rule turns into a
-            # number, date or null (PyYAML's rules start from the first character) is text.
+            # number, date or null (PyYAML's rules start from the first character) is text; as a key, or
+            # as the new value of a key or a list item, it goes straight in.
             if e.__class__ is scalar and e.tag is None and e.anchor is None and builder.count < budget:
                 value = e.value
-                if not e.implicit[0] or not _RESOLVERS.get(value[:1]):
+                if not e.implicit[0] or not resolvers.get(value[:1]):
                     builder.count += 1
-                    add(value, e)
+                    top = stack[-1] if stack else None
+                    if top is None:
+                        add(value, e)
+                    elif not top.is_map:
+                        top.value.append(value)
+                    elif top.key is _NO_KEY:
+                        top.key, top.key_event = intern(value), e
+                    elif top.key is not _MERGE and top.key not in top.value:
+                        top.value[top.key] = value
+                        top.key = _NO_KEY
+                    else:
+                        add(value, e)  # a merge or a repeated key: the slow path says what is wrong
                     continue
             builder.event(e)
     finally:

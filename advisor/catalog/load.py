@@ -152,6 +152,9 @@ class _Builder:
             raw = self.raw[section]
             for key in raw:
                 entry, raw[key] = raw[key], None  # the ids stay for the reference checks; the text goes
+                if self.full():  # enough problems listed: the rest is counted, not checked
+                    self.more += 1
+                    continue
                 try:
                     models[section][key] = model.model_validate(entry)
                 except ValidationError as exc:

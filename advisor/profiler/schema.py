@@ -199,6 +199,9 @@ def load_profile(path: str | Path) -> Profile:
             f"{path}: profile schema_version {short_repr(version)}, this advisor reads version {SCHEMA_VERSION}",
             f"regenerate it with 'advisor profile {str(data.get('model_file', 'MODEL.py'))[:200]}'",
         )
+    ops = data.get("ops")
+    if isinstance(ops, list) and len(ops) > MAX_OPS:  # before validating a million records one by one
+        raise UserError(f"{path}: invalid profile: {len(ops):,} op records, more than {MAX_OPS:,}", "regenerate it")
     try:
         return Profile.model_validate(data)
     except ValidationError as exc:

@@ -224,15 +224,13 @@ def register(app: typer.Typer) -> None:
                 "give the path of a .py model file",
             )
         path = output or Path("profiles") / f"{name or model.stem}.yaml"
+        outputs = {"--output" if output else "the profile": path, "--plot": plot}
         if output is None and not path.parent.exists():
             check_writable(path.parent, "profile")  # profiles/ will be created in a writable folder
+            outputs.pop("the profile")
         elif output is None:
             check_default_output(path)
-        check_files(
-            {"--output" if output else "the profile": path, "--plot": plot},
-            {"the model file": model},
-            catalog if plot is not None else False,
-        )
+        check_files(outputs, {"the model file": model}, catalog if plot is not None else False)
         check_plot(plot)
         if plot is not None and plot_hardware is None and device == "meta":
             raise UserError(

@@ -46,7 +46,7 @@ class Linear(Strict):
     """A quantity that is `fixed + per_sample * batch`."""
 
     fixed: Finite = 0.0
-    per_sample: NonNegative = Field(0.0, description="never negative: more samples never cost less")
+    per_sample: Finite = 0.0
 
     def at(self, batch: float) -> float:
         return self.fixed + self.per_sample * batch
@@ -156,12 +156,13 @@ class Profile(Strict):
     @model_validator(mode="after")
     def _never_negative(self) -> Profile:
         """Every fitted quantity is at least 0 at the batch sizes it was measured at (a line through two
-        measured points; only rounding may dip below)."""
+        measured points; only rounding may dip below). Between and beyond them a line may dip below 0 (a
+        cost that grew faster than the batch): the estimator counts such an op as no work, never less."""
         lines = [(f"ops.{i}.{f}", getattr(o, f)) for i, o in enumerate(self.ops) for f in _OP_LINES]
         lines += [(f"memory.{f}", getattr(self.memory, f)) for f in _MEMORY_LINES]
         for where, line in lines:
             for b in self.profiled_batch_sizes:
-                if line.at(b) < -1e-6 * (abs(line.fixed) + line.per_sample * b) - 1e-6:
+                if line.at(b) < -1e-6 * (abs(line.fixed) + abs(line.per_sample) * b) - 1e-6:
                     raise ValueError(f"{where} is negative ({line.at(b):g}) at batch size {b}")
         if self.trainable_parameters > self.parameters:
             raise ValueError("trainable_parameters is more than parameters")

@@ -460,7 +460,10 @@ def test_timeout_stops_a_model_that_never_returns(tmp_path, capfd):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, sig, code, word):
     body = "import sys, time\n\ndef build_model():\n    print('ready', flush=True)\n    time.sleep(1000)\n" + BATCH
     model = write_model(tmp_path, body)
     env = {**os.environ, "ADVISOR_CATALOG": ""}
@@ -474,10 +477,10 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
         text=True,
     )
     assert proc.stderr.readline().strip() == "ready"  # the model's print, sent to stderr; it now sleeps
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert err.strip().splitlines() == ["error: interrupted; nothing written"]
+    assert proc.returncode == code, err
+    assert err.strip().splitlines() == [f"error: {word}; nothing written"]
     assert out == "" and not (tmp_path / "p.yaml").exists()
 
 

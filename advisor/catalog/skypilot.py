@@ -72,8 +72,8 @@ def find_csvs(paths: list[Path]) -> list[Path]:
             if not found:
                 raise UserError(f"{path}: no vms*.csv files in this folder", "point at ~/.sky/catalogs/<version>")
             out.extend(found)
-        elif path.is_file():
-            out.append(path)
+        elif path.exists():
+            out.append(path)  # a file, or something the reader refuses with its own line (a fifo)
         else:
             raise UserError(f"{path}: no such file or folder", "give SkyPilot vms.csv files or their folders")
     return out

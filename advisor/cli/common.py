@@ -89,10 +89,10 @@ def check_files(
         check_writable(path, what)
         for other, taken in seen + named:
             if same_file(path, taken):
-                raise UserError(
-                    f"{what} {path} is the same file as {other} {taken}",
-                    "advisor never writes over a file it reads or writes twice; choose another path",
-                )
+                hint = "advisor never writes over a file it reads or writes twice; choose another path"
+                if other == "the catalog overlay":
+                    hint += " (to regenerate an overlay, leave it out: ADVISOR_CATALOG= advisor ...)"
+                raise UserError(f"{what} {path} is the same file as {other} {taken}", hint)
         seen.append((what, Path(path)))
 
 

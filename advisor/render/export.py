@@ -21,8 +21,11 @@ VERSION = 1
 
 def export_data(rec) -> dict:
     from advisor import __version__
+    from advisor.render.output import check_finite
 
-    return {"kind": KIND, "version": VERSION, "advisor_version": __version__, **plain(rec)}
+    data = {"kind": KIND, "version": VERSION, "advisor_version": __version__, **plain(rec)}
+    check_finite(data)  # never a file holding NaN or infinity (a bug, reported as such)
+    return data
 
 
 def write_export(rec, path: Path) -> Path:

@@ -239,30 +239,45 @@ def load(data: bytes | str, budget: int) -> Any:
     checks above refuse, and yaml.YAMLError (with a problem_mark) for malformed YAML."""
     builder = _Builder(budget)
     parser = _Parser(data)
-    check, get, add, stack, resolvers = parser.check_event, parser.get_event, builder.add, builder.stack, _RESOLVERS
-    scalar, intern = ev.ScalarEvent, sys.intern
+    get, add, stack, resolvers = parser.get_event, builder.add, builder.stack, _RESOLVERS
+    scalar, map_start, seq_start, map_end, seq_end = (
+        ev.ScalarEvent, ev.MappingStartEvent, ev.SequenceStartEvent, ev.MappingEndEvent, ev.SequenceEndEvent,
+    )  # fmt: skip
+    intern, frame = sys.intern, _Frame
     try:
-        while check():
-            e = get()
-            # The fast path, most of any file: an untagged scalar that no implicit rule turns into a
-            # number, date or null (PyYAML's rules start from the first character) is text; as a key, or
-            # as the new value of a key or a list item, it goes straight in.
-            if e.__class__ is scalar and e.tag is None and e.anchor is None and builder.count < budget:
-                value = e.value
-                if not e.implicit[0] or not resolvers.get(value[:1]):
+        # The fast paths cover most of any file; everything else (tags, anchors, aliases, merge keys,
+        # repeated keys, numbers, dates, the budget running out) takes builder.event, which checks it.
+        while (e := get()) is not None:
+            cls = e.__class__
+            if cls is scalar:
+                # An untagged scalar that no implicit rule turns into a number, date or null (PyYAML's rules
+                # start from its first character) is text: a key, or a key's new value, or a list item.
+                if e.tag is None and e.anchor is None and builder.count < budget and stack:
+                    value = e.value
+                    if not e.implicit[0] or not resolvers.get(value[:1]):
+                        top = stack[-1]
+                        if not top.is_map:
+                            top.value.append(value)
+                        elif top.key is _NO_KEY:
+                            top.key, top.key_event = intern(value), e
+                        elif top.key is not _MERGE and top.key not in top.value:
+                            top.value[top.key] = value
+                            top.key = _NO_KEY
+                        else:
+                            add(value, e)  # a merge or a repeated key: the slow path says what is wrong
+                        builder.count += 1
+                        continue
+            elif cls is map_start or cls is seq_start:
+                if e.tag is None and e.anchor is None and builder.count < budget and len(stack) < MAX_DEPTH:
                     builder.count += 1
-                    top = stack[-1] if stack else None
-                    if top is None:
-                        add(value, e)
-                    elif not top.is_map:
-                        top.value.append(value)
-                    elif top.key is _NO_KEY:
-                        top.key, top.key_event = intern(value), e
-                    elif top.key is not _MERGE and top.key not in top.value:
-                        top.value[top.key] = value
-                        top.key = _NO_KEY
-                    else:
-                        add(value, e)  # a merge or a repeated key: the slow path says what is wrong
+                    is_map = cls is map_start
+                    stack.append(frame({} if is_map else [], is_map, None, builder.count, e))
+                    continue
+            elif cls is map_end or cls is seq_end:
+                top = stack[-1]
+                if top.anchor is None and not top.merges and len(stack) > 1:
+                    stack.pop()
+                    add(top.value, top.event)
                     continue
             builder.event(e)
     finally:

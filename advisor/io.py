@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
-import fcntl
 import gc
 import os
 import stat
@@ -41,6 +40,8 @@ DEFAULT_MAX_BYTES = 64_000_000
 # The YAML budget: one value per 12 bytes of the size limit (5.3 million for 64 MB; a catalog instance
 # entry is about 20 values in 240 bytes), which keeps any file's values under about half a gigabyte.
 BYTES_PER_VALUE = 12
+# Open flags: never block on a fifo, never leak the descriptor, never adopt a terminal (POSIX; 0 elsewhere).
+_NOBLOCK = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 WRITTEN: list[str] = []  # outputs written by this process, for the message after an interrupt
 
 
@@ -78,7 +79,7 @@ def read_bytes(path: Path, what: str = "file") -> bytes:
     open descriptor, so a path swapped between a check and the read changes nothing."""
     path = Path(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(path, os.O_RDONLY | _NOBLOCK)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file", "check the path") from None
     except OSError as exc:
@@ -109,7 +110,7 @@ def read_bytes(path: Path, what: str = "file") -> bytes:
 def starts_with(path: Path, prefix: bytes) -> bool:
     """Whether `path` is a regular file that begins with `prefix` (no hang on a fifo, no whole read)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | _NOBLOCK)
     except OSError:
         return False
     try:
@@ -260,14 +261,13 @@ def _write_stream(path: Path, data: bytes) -> None:
     """A character device or a pipe: written in place. Opening without blocking makes a fifo that no one
     reads an error (ENXIO) instead of a hang."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(path, os.O_WRONLY | _NOBLOCK)
     except OSError as exc:
         if exc.errno == errno.ENXIO:
             raise UserError(f"{path} is a pipe that no program reads", "start the reader first") from None
         raise
     try:
-        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        os.set_blocking(fd, True)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -287,8 +287,12 @@ def _replace(target: Path, data: bytes, info: os.stat_result | None) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         with os.fdopen(fd, "wb") as handle:
-            os.fchmod(fd, mode)
-            if info is not None and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+            os.chmod(tmp, mode)
+            if (
+                info is not None
+                and hasattr(os, "fchown")
+                and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid())
+            ):
                 try:
                     os.fchown(fd, info.st_uid, info.st_gid)
                 except OSError:  # only root may give a file away; the mode is kept regardless

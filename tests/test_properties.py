@@ -311,7 +311,7 @@ def test_writer_writes_the_real_target_or_leaves_it_intact(monkeypatch, target, 
             if failure == "replace":
                 m.setattr(os, "replace", fail)
             if failure == "write":
-                m.setattr(os, "fchmod", fail)
+                m.setattr(os, "chmod", fail)
             try:
                 io.write_atomic(path, content)
                 ok = True

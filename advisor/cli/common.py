@@ -23,6 +23,25 @@ CatalogOpt = Annotated[
 ]
 
 
+TaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task",
+        help="hf: models: causal-lm, masked-lm, seq-cls or image-cls (default: from the config's architectures).",
+    ),
+]
+SeqLenOpt = Annotated[
+    int | None,
+    typer.Option("--seq-len", help="hf: text models: tokens per sample (default: the config's maximum positions)."),
+]
+TrustRemoteCodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-remote-code",
+        help="hf: models whose config needs the repository's own Python code: run it (with your permissions).",
+    ),
+]
+
 PlotOpt = Annotated[
     Path | None,
     typer.Option("--plot", help="Also draw the profile's ops on the device's roofline (PNG; needs matplotlib)."),
@@ -31,6 +50,18 @@ PlotOpt = Annotated[
 
 if TYPE_CHECKING:
     from advisor.profiler.schema import Profile
+
+
+def require_torch(command: str) -> None:
+    """Commands that run a model need PyTorch, which the light install leaves out: one line naming the extra."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise UserError(
+            f"advisor {command} needs PyTorch, which is not installed",
+            'pip install "advisor[torch]" (without a GPU, first the CPU build: '
+            "pip install torch --index-url https://download.pytorch.org/whl/cpu)",
+        )
 
 
 def check_plot(path: Path | None) -> None:

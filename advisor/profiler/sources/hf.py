@@ -36,7 +36,7 @@ FALLBACK_ORDER = ("masked-lm", "causal-lm", "image-cls", "seq-cls")
 POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
 DEFAULT_IMAGE_SIZE = 224
 CONNECT_TIMEOUT_S = 5.0
-META_ATTENTION = "advisor_sdpa"
+META_ATTENTION = "advisor_meta"  # a name without "sdpa": transformers checks those against _supports_sdpa
 OFFLINE_HINT = "download its config.json and give hf:PATH/config.json (no weights are needed)"
 
 
@@ -70,7 +70,9 @@ def resolve_hf(ref: str, *, task: str | None, seq_len: int | None, trust_remote_
             f"hf:{ref}: model type {model_type!r} is unknown to transformers {transformers.__version__}",
             "upgrade transformers (pip install -U transformers), or check the config",
         )
-    config = _config(transformers, hub_id if (remote and hub_id) else str(path), ref, trust_remote_code)
+    # remote code lives beside config.json (in the folder, or in the Hub repository, fetched by transformers)
+    where = (hub_id or str(path.parent)) if remote else str(path)
+    config = _config(transformers, where, ref, trust_remote_code)
     task, why = _task(config, data, task, remote)
     auto_name, _ = AUTO[task]
     auto = getattr(transformers, auto_name)
@@ -283,14 +285,15 @@ def _text_batch(config, task: str, seq_len: int | None):
     def example_batch(batch_size: int):
         import torch
 
-        ids = torch.randint(0, vocab, (batch_size, seq))
+        # as a data collator makes it: every token real (no padding), so the mask is all ones
+        ids, mask = torch.randint(0, vocab, (batch_size, seq)), torch.ones(batch_size, seq, dtype=torch.long)
         if task == "seq-cls":
-            return {"input_ids": ids, "labels": torch.randint(0, labels, (batch_size,))}
-        return {"input_ids": ids, "labels": torch.randint(0, vocab, (batch_size, seq))}
+            return {"input_ids": ids, "attention_mask": mask, "labels": torch.randint(0, labels, (batch_size,))}
+        return {"input_ids": ids, "attention_mask": mask, "labels": torch.randint(0, vocab, (batch_size, seq))}
 
     where = "--seq-len" if seq_len else key
     extra = f", {labels} labels" if task == "seq-cls" else ""
-    return example_batch, f"token ids [batch, {seq}] (sequence from {where}), vocabulary {vocab}{extra}"
+    return example_batch, f"token ids [batch, {seq}] (sequence from {where}, no padding), vocabulary {vocab}{extra}"
 
 
 def _image_batch(config):

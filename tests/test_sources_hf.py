@@ -260,7 +260,6 @@ def test_remote_code_runs_with_the_flag(tmp_path):
     )
     out = tmp_path / "p.yaml"
     args = ("profile", f"hf:{path}", "--device", "meta", "-b", "2", "-o", str(out))
-    assert_user_error(run_cli(*args, env=hub_env(tmp_path)), "needs remote code", "--trust-remote-code")
     r = run_cli(*args, "--trust-remote-code", "-f", "json", env=hub_env(tmp_path))
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)

@@ -63,7 +63,9 @@ def require(module: str, extra: str, what: str) -> ModuleType:
 
 
 def version_of(module: ModuleType) -> str | None:
-    return getattr(module, "__version__", None)
+    """A library's release ('0.29.1'; a local build tag such as '+cu130' says nothing about the model)."""
+    version = getattr(module, "__version__", None)
+    return str(version).split("+")[0] if version else None
 
 
 def sha256_json(data: Any) -> str:

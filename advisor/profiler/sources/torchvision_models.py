@@ -5,6 +5,7 @@ trained and evaluated; 1000 classes, the builders' default."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from advisor.errors import UserError
@@ -34,8 +35,13 @@ def resolve_torchvision(name: str):
         )
     import torch
 
+    def build_model():
+        with warnings.catch_warnings():  # Inception and GoogLeNet warn that their default init will change
+            warnings.simplefilter("ignore", FutureWarning)
+            return models.get_model(name, weights=None)
+
     with torch.device("meta"):  # the builder's own settings, read from a model that holds no memory
-        probe = models.get_model(name, weights=None)
+        probe = build_model()
     size, where = getattr(probe, "image_size", None), "the model's image_size"
     if not isinstance(size, int):
         crop = getattr(getattr(models.get_model_weights(name).DEFAULT, "transforms", None), "keywords", {})
@@ -44,9 +50,6 @@ def resolve_torchvision(name: str):
             size, where = DEFAULT_SIZE, f"no size known: {DEFAULT_SIZE}"
     del probe
     inputs = f"images [batch, 3, {size}, {size}] ({where}), {CLASSES} classes"
-
-    def build_model():
-        return models.get_model(name, weights=None)
 
     source = ModelSource(
         kind="torchvision",

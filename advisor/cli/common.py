@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from advisor.cli import complete
 from advisor.errors import UserError
 from advisor.render.output import Format
 
@@ -23,10 +24,14 @@ CatalogOpt = Annotated[
 ]
 
 
+ProfileArg = Annotated[
+    str, typer.Argument(help="A profile YAML, or the name of a shipped profile.", autocompletion=complete.profile)
+]
 TaskOpt = Annotated[
     str | None,
     typer.Option(
         "--task",
+        autocompletion=complete.task,
         help="hf: models: causal-lm, masked-lm, seq-cls or image-cls (default: from the config's architectures).",
     ),
 ]
@@ -89,7 +94,7 @@ def fail(message: str, code: int = 2) -> None:
 def run_app(app: typer.Typer) -> None:
     """Run the typer app: user errors become one line and exit code 2, bugs exit 1 with a short report."""
     try:
-        code = app(standalone_mode=False)
+        code = app(prog_name="advisor", standalone_mode=False)  # also under python -m advisor
         if isinstance(code, int) and code:
             raise SystemExit(code)
     except UserError as exc:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt
+from advisor.cli.common import CatalogOpt, FormatOpt, ProfileArg
 from advisor.cli.recommend import (
     Budget,
     Deadline,
@@ -28,7 +26,7 @@ from advisor.render.output import Format, emit
 def register(app: typer.Typer) -> None:
     @app.command("compare")
     def compare_cmd(
-        profile: Annotated[str, typer.Argument(help="A profile YAML, or the name of a shipped profile.")],
+        profile: ProfileArg,
         samples: Samples = None,
         epochs: Epochs = None,
         steps: Steps = None,

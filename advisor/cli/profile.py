@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from advisor.cli import complete
 from advisor.cli.common import (
     CatalogOpt,
     FormatOpt,
@@ -180,7 +181,7 @@ class _Progress:
 def register(app: typer.Typer) -> None:
     @app.command("profile")
     def profile_cmd(
-        model: Annotated[str, typer.Argument(help=f"What to profile: {SPEC_HELP}.")],
+        model: Annotated[str, typer.Argument(help=f"What to profile: {SPEC_HELP}.", autocompletion=complete.model)],
         batch_size: Annotated[
             int | None,
             typer.Option("--batch-size", "-b", help="Samples per step (default: a shipped model's own, else 8)."),
@@ -204,8 +205,9 @@ def register(app: typer.Typer) -> None:
         plot_hardware: Annotated[
             str | None,
             typer.Option(
+                autocompletion=complete.hardware,
                 help="Device or instance whose roofline --plot draws (default: the profiling device, when the "
-                "catalog knows it)."
+                "catalog knows it).",
             ),
         ] = None,
         task: TaskOpt = None,

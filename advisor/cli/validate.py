@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from advisor.cli import complete
 from advisor.cli.common import CatalogOpt, FormatOpt, SeqLenOpt, TaskOpt, TrustRemoteCodeOpt, note, require_torch
 from advisor.errors import UserError
 from advisor.profiler.sources import SPEC_HELP
@@ -36,7 +37,7 @@ def _table(v) -> None:
 def register(app: typer.Typer) -> None:
     @app.command()
     def validate(
-        model: Annotated[str, typer.Argument(help=f"What to run: {SPEC_HELP}.")],
+        model: Annotated[str, typer.Argument(help=f"What to run: {SPEC_HELP}.", autocompletion=complete.model)],
         device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
         batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Samples per step.")] = 8,
         precision: Annotated[str, typer.Option("--precision", help=", ".join(PRECISIONS))] = "fp32",

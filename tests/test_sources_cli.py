@@ -24,7 +24,9 @@ def test_a_shipped_name_profiles_the_shipped_model_file(tmp_path):
     assert p.flops(20) == shipped.flops(20) and p.parameters == shipped.parameters == 19_780_400
     assert (p.source.kind, p.source.id, p.model_file) == ("shipped", "lstm", "profiles/models/lstm.py")
     assert p.source.config_sha256 == p.model_sha256 == hashlib.sha256(source).hexdigest()
-    assert json.loads(r.stdout)["batch_size"] == 20
+    data = json.loads(r.stdout)
+    assert data["batch_size"] == 20 and data["source"]["kind"] == "shipped"
+    assert data["made_from"] == f"shipped model lstm (file sha256 {p.model_sha256[:12]})"
 
 
 def test_a_model_file_records_its_source(tmp_path):

@@ -58,6 +58,8 @@ def summary(profile: Any, path: Path | None) -> dict:
     return {
         "profile": str(path) if path else None,
         "name": profile.name,
+        "made_from": profile.made_from(),
+        "source": profile.source.model_dump(exclude_none=True) if profile.source else None,
         "device": profile.device,
         "precision": profile.precision,
         "optimizer": profile.optimizer,
@@ -142,6 +144,7 @@ def _table(data: dict) -> None:
     if data["step_time_s"]:
         extra += f", measured step {fmt_duration(data['step_time_s'])}"
     con.print(extra + (f"; profile written to {data['profile']}" if data["profile"] else ""))
+    con.print(f"made from {data['made_from']}", soft_wrap=True, highlight=False)
 
 
 class _Progress:

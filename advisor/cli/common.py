@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from advisor.cli import complete
 from advisor.errors import UserError
 from advisor.render.output import Format
 
@@ -41,6 +42,29 @@ def check_timeout(timeout: float) -> None:
         raise UserError(f"--timeout must be a number of seconds (0: no limit), got {timeout:g}", "e.g. --timeout 600")
 
 
+ProfileArg = Annotated[
+    str, typer.Argument(help="A profile YAML, or the name of a shipped profile.", autocompletion=complete.profile)
+]
+TaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task",
+        autocompletion=complete.task,
+        help="hf: models: causal-lm, masked-lm, seq-cls or image-cls (default: from the config's architectures).",
+    ),
+]
+SeqLenOpt = Annotated[
+    int | None,
+    typer.Option("--seq-len", help="hf: text models: tokens per sample (default: the config's maximum positions)."),
+]
+TrustRemoteCodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-remote-code",
+        help="hf: models whose config needs the repository's own Python code: run it (with your permissions).",
+    ),
+]
+
 PlotOpt = Annotated[
     Path | None,
     typer.Option("--plot", help="Also draw the profile's ops on the device's roofline (PNG; needs matplotlib)."),
@@ -49,6 +73,18 @@ PlotOpt = Annotated[
 
 if TYPE_CHECKING:
     from advisor.profiler.schema import Profile
+
+
+def require_torch(command: str) -> None:
+    """Commands that run a model need PyTorch, which the light install leaves out: one line naming the extra."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise UserError(
+            f"advisor {command} needs PyTorch, which is not installed",
+            'pip install "advisor[torch]" (without a GPU, first the CPU build: '
+            "pip install torch --index-url https://download.pytorch.org/whl/cpu)",
+        )
 
 
 def check_plot(path: Path | None) -> None:
@@ -161,7 +197,7 @@ def run_app(app: typer.Typer) -> None:
 
 def _run(app: typer.Typer) -> None:
     try:
-        code = app(standalone_mode=False)
+        code = app(prog_name="advisor", standalone_mode=False)  # also under python -m advisor
         if code == 130:  # typer turns KeyboardInterrupt into exit code 130, without a word
             _interrupted()
         if isinstance(code, int) and code:

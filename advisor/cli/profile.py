@@ -1,4 +1,5 @@
-"""`advisor profile MODEL.py`: count one training step of a model and save its profile.
+"""`advisor profile MODEL`: count one training step of a model and save its profile. MODEL is a model file, a
+shipped model's name, hf:ID or hf:PATH/config.json, timm:NAME or torchvision:NAME (advisor/profiler/sources/).
 
 torch is imported inside the command only, so that `advisor --help` stays fast.
 """
@@ -6,26 +7,33 @@ torch is imported inside the command only, so that `advisor --help` stays fast.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from advisor.cli import complete
 from advisor.cli.common import (
     DEFAULT_TIMEOUT_S,
     CatalogOpt,
     FormatOpt,
     PlotOpt,
+    SeqLenOpt,
+    TaskOpt,
     TimeoutOpt,
+    TrustRemoteCodeOpt,
     check_default_output,
     check_files,
     check_plot,
     check_timeout,
     note,
     plot_roofline,
+    require_torch,
 )
 from advisor.errors import UserError
 from advisor.io import check_writable
+from advisor.profiler.sources import SPEC_HELP
 from advisor.render.output import Format, emit
 from advisor.vocab import OPTIMIZERS, PRECISIONS, PROFILE_DEVICES, check_choice
 
@@ -56,6 +64,8 @@ def summary(profile: Any, path: Path | None) -> dict:
     return {
         "profile": str(path) if path else None,
         "name": profile.name,
+        "made_from": profile.made_from(),
+        "source": profile.source.model_dump(exclude_none=True) if profile.source else None,
         "device": profile.device,
         "precision": profile.precision,
         "optimizer": profile.optimizer,
@@ -140,6 +150,7 @@ def _table(data: dict) -> None:
     if data["step_time_s"]:
         extra += f", measured step {fmt_duration(data['step_time_s'])}"
     con.print(extra + (f"; profile written to {data['profile']}" if data["profile"] else ""))
+    con.print(f"made from {data['made_from']}", soft_wrap=True, highlight=False)
 
 
 class _Progress:
@@ -179,11 +190,11 @@ class _Progress:
 def register(app: typer.Typer) -> None:
     @app.command("profile")
     def profile_cmd(
-        model: Annotated[
-            Path,
-            typer.Argument(help="Model file (Python, executed) defining build_model() and example_batch(batch_size)."),
-        ],
-        batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Samples per step.")] = 8,
+        model: Annotated[str, typer.Argument(help=f"What to profile: {SPEC_HELP}.", autocompletion=complete.model)],
+        batch_size: Annotated[
+            int | None,
+            typer.Option("--batch-size", "-b", help="Samples per step (default: a shipped model's own, else 8)."),
+        ] = None,
         device: Annotated[
             str,
             typer.Option(
@@ -194,7 +205,7 @@ def register(app: typer.Typer) -> None:
         optimizer: Annotated[
             str | None, typer.Option(help="adamw, adam or sgd (default: the file's make_optimizer, else adamw).")
         ] = None,
-        name: Annotated[str | None, typer.Option(help="Profile name (default: the model file's name).")] = None,
+        name: Annotated[str | None, typer.Option(help="Profile name (default: the model's name).")] = None,
         output: Annotated[
             Path | None,
             typer.Option("--output", "-o", help="Where to write the profile (default: profiles/NAME.yaml)."),
@@ -203,34 +214,42 @@ def register(app: typer.Typer) -> None:
         plot_hardware: Annotated[
             str | None,
             typer.Option(
+                autocompletion=complete.hardware,
                 help="Device or instance whose roofline --plot draws (default: the profiling device, when the "
-                "catalog knows it)."
+                "catalog knows it).",
             ),
         ] = None,
+        task: TaskOpt = None,
+        seq_len: SeqLenOpt = None,
+        trust_remote_code: TrustRemoteCodeOpt = False,
         catalog: CatalogOpt = None,
         timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
         fmt: FormatOpt = Format.table,
     ) -> None:
-        """Count FLOPs, bytes and memory of one training step of MODEL.py and save its profile."""
+        """Count FLOPs, bytes and memory of one training step of MODEL and save its profile."""
         check_timeout(timeout)
+        require_torch("profile")
         check_choice(device, PROFILE_DEVICES, "--device")
         check_choice(precision, PRECISIONS, "--precision")
         check_choice(optimizer, OPTIMIZERS, "--optimizer")
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise UserError(f"--batch-size must be at least 1, got {batch_size}")
-        if not model.is_file():
-            raise UserError(
-                f"model file {model} does not exist" if not model.exists() else f"{model} is not a file",
-                "give the path of a .py model file",
-            )
-        path = output or Path("profiles") / f"{name or model.stem}.yaml"
-        outputs = {"--output" if output else "the profile": path, "--plot": plot}
+        given = Path(model) if Path(model).exists() else None  # a model file (hf: and the like name none)
+        check_files({"--output": output, "--plot": plot}, {"the model file": given}, catalog if plot else False)
+        from advisor.profiler.model_file import user_code
+        from advisor.profiler.sources import resolve
+
+        deadline = time.monotonic() + timeout
+        with user_code(model, timeout):  # a model file's own top-level code runs here
+            mf = resolve(model, task=task, seq_len=seq_len, trust_remote_code=trust_remote_code)
+        batch_size = batch_size or getattr(mf, "default_batch_size", None) or 8
+        path = output or Path("profiles") / f"{name or getattr(mf, 'name', '') or mf.path.stem}.yaml"
         if output is None and not path.parent.exists():
             check_writable(path.parent, "profile")  # profiles/ will be created in a writable folder
-            outputs.pop("the profile")
-        elif output is None:
-            check_default_output(path)
-        check_files(outputs, {"the model file": model}, catalog if plot is not None else False)
+        else:  # again now that the model file is known (a shipped name's file; the default path)
+            if output is None:
+                check_default_output(path)  # never over a file advisor did not write
+            check_files({"--output" if output else "the profile": path, "--plot": plot}, {"the model file": mf.path})
         check_plot(plot)
         if plot is not None and plot_hardware is None and device == "meta":
             raise UserError(
@@ -242,13 +261,14 @@ def register(app: typer.Typer) -> None:
 
             api.resolve_hardware(api.catalog(catalog), plot_hardware)  # an unknown name fails before the work
 
-        from advisor.profiler.model_file import InternalError, user_code
+        from advisor.profiler.model_file import InternalError
         from advisor.profiler.profile import profile_model
         from advisor.profiler.schema import save_profile
 
+        left = max(deadline - time.monotonic(), 1e-3) if timeout else 0.0  # one limit for all of the model's code
         try:
-            with _Progress() as tick, user_code(model.name, timeout):
-                prof = profile_model(model, batch_size, device, precision, optimizer, name, tick=tick)
+            with _Progress() as tick, user_code(model, left):
+                prof = profile_model(mf, batch_size, device, precision, optimizer, name, tick=tick)
         except InternalError as exc:
             raise RuntimeError(str(exc)) from exc
         path.parent.mkdir(parents=True, exist_ok=True)

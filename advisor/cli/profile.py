@@ -239,8 +239,8 @@ def register(app: typer.Typer) -> None:
         from advisor.profiler.model_file import user_code
         from advisor.profiler.sources import resolve
 
-        deadline = time.monotonic() + timeout
-        with user_code(model, timeout):  # a model file's own top-level code runs here
+        started = time.monotonic()  # one limit for all of the model's code
+        with user_code(model, timeout, started):  # a model file's own top-level code runs here
             mf = resolve(model, task=task, seq_len=seq_len, trust_remote_code=trust_remote_code)
         batch_size = batch_size or getattr(mf, "default_batch_size", None) or 8
         path = output or Path("profiles") / f"{name or getattr(mf, 'name', '') or mf.path.stem}.yaml"
@@ -265,9 +265,8 @@ def register(app: typer.Typer) -> None:
         from advisor.profiler.profile import profile_model
         from advisor.profiler.schema import save_profile
 
-        left = max(deadline - time.monotonic(), 1e-3) if timeout else 0.0  # one limit for all of the model's code
         try:
-            with _Progress() as tick, user_code(model, left):
+            with _Progress() as tick, user_code(model, timeout, started):
                 prof = profile_model(mf, batch_size, device, precision, optimizer, name, tick=tick)
         except InternalError as exc:
             raise RuntimeError(str(exc)) from exc

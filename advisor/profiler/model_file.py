@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 import types
 from collections.abc import Callable, Iterator
@@ -52,9 +53,10 @@ GRACE_S = 5.0  # after the first alarm, how long code that swallowed it may go o
 
 
 @contextlib.contextmanager
-def user_code(what: str, timeout_s: float | None = None) -> Iterator[None]:
+def user_code(what: str, timeout_s: float | None = None, started: float | None = None) -> Iterator[None]:
     """Run the user's code (`what` names it: 'model.py') with its prints sent to stderr and, with a
-    positive `timeout_s` on the main thread of a POSIX system, stopped after that many seconds.
+    positive `timeout_s` on the main thread of a POSIX system, stopped after that many seconds (counted
+    from `started`, a time.monotonic() reading, when one limit spans several calls).
 
     The limit is an interval timer (SIGALRM): it interrupts Python code and sleeps at once, a running
     native kernel when it returns. Code that catches even BaseException gets GRACE_S more seconds, then the
@@ -75,7 +77,8 @@ def user_code(what: str, timeout_s: float | None = None) -> Iterator[None]:
 
     previous = signal.signal(signal.SIGALRM, alarm) if timed else None
     if timed:
-        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        left = timeout_s - (time.monotonic() - started) if started is not None else timeout_s
+        signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3))
     try:
         with _stdout_to_stderr():
             yield

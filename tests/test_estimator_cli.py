@@ -17,14 +17,14 @@ def prof(tmp_path_factory):
 
 
 def test_json_is_the_estimate_and_the_table_shows_it(prof):
-    res = run_cli("estimate", prof, "-H", "p5.48xlarge", "--tokens", "1B", "--format", "json")
+    res = run_cli("estimate", prof, "-H", "p5.48xlarge", "--tokens", "1B", "--global-batch", "8", "--format", "json")
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
     assert data["config"]["devices_per_node"] == 8 and data["instance"] == "aws-p5.48xlarge"
     assert data["steps"] == 125000  # 1e9 tokens / (8 devices × 1 sample × 1000 tokens)
     assert set(data["phases"]) == {"forward", "backward", "optimizer"}
     assert data["memory"]["parameter_bytes"] == 4e9  # 1e9 parameters × 4 B (fp32 master weights)
-    table = run_cli("estimate", prof, "-H", "p5.48xlarge", "--tokens", "1B")
+    table = run_cli("estimate", prof, "-H", "p5.48xlarge", "--tokens", "1B", "--global-batch", "8")
     assert table.returncode == 0, table.stderr
     for text in ("step time", "memory per device", "MFU", "125,000 steps", "assumptions"):
         assert text in table.stdout
@@ -39,7 +39,7 @@ def test_json_is_the_estimate_and_the_table_shows_it(prof):
         (["-H", "p5.48xlarge", "--steps", "10", "--tokens", "1B"], ["contradictory workload"]),
         (["-H", "p5.48xlarge", "--epochs", "2"], ["--epochs needs --samples"]),
         (["-H", "h100x"], ["unknown device or instance", "did you mean"]),
-        (["-H", "p5.48xlarge", "--global-batch", "4"], ["smaller than the 8 devices"]),
+        (["-H", "p5.48xlarge", "--global-batch", "4"], ["smaller than the 8 data-parallel devices"]),
         (["-H", "p5.48xlarge", "--micro-batch", "4", "--global-batch", "8"], ["contradictory batch"]),
         (["-H", "h100", "--nodes", "2"], ["needs an instance"]),
         (["-H", "p5.48xlarge", "--pricing", "spot"], ["no spot price"]),

@@ -50,6 +50,8 @@ def summary(profile: Any, path: Path | None) -> dict:
         "batch_size": b,
         "parameters": profile.parameters,
         "tokens_per_sample": profile.tokens_per_sample,
+        "global_batch": profile.global_batch,
+        "global_batch_source": profile.global_batch_source,
         "linear_in_batch": profile.linear_in_batch,
         "flops": {ph: profile.flops(b, ph) for ph in ("forward", "backward", "optimizer")}
         | {"total": profile.flops(b)},
@@ -125,9 +127,25 @@ def _table(data: dict) -> None:
     extra = f"parameters {fmt_count(data['parameters'])}"
     if data["tokens_per_sample"]:
         extra += f", {data['tokens_per_sample']} tokens per sample"
+    if data["global_batch"]:
+        extra += f", global batch {data['global_batch']:,} (GLOBAL_BATCH)"
     if data["step_time_s"]:
         extra += f", measured step {fmt_duration(data['step_time_s'])}"
     con.print(extra + (f"; profile written to {data['profile']}" if data["profile"] else ""))
+
+
+def default_output(name: str) -> Path:
+    """./profiles/NAME.yaml under the working folder; never advisor's own shipped profiles (an editable
+    install run from the repository would otherwise write a user's profile among the reference ones)."""
+    from advisor.api import shipped_profiles_dir
+
+    path = Path.cwd() / "profiles" / f"{name}.yaml"
+    if path.parent.resolve() == shipped_profiles_dir().resolve():
+        raise UserError(
+            f"the default output folder {path.parent} is advisor's shipped profiles folder",
+            "give -o PATH (or run from another folder); reference profiles are made by profiles/regenerate.py",
+        )
+    return path
 
 
 class _Progress:
@@ -185,7 +203,9 @@ def register(app: typer.Typer) -> None:
         name: Annotated[str | None, typer.Option(help="Profile name (default: the model file's name).")] = None,
         output: Annotated[
             Path | None,
-            typer.Option("--output", "-o", help="Where to write the profile (default: profiles/NAME.yaml)."),
+            typer.Option(
+                "--output", "-o", help="Where to write the profile (default: ./profiles/NAME.yaml in this folder)."
+            ),
         ] = None,
         plot: PlotOpt = None,
         plot_hardware: Annotated[
@@ -209,7 +229,7 @@ def register(app: typer.Typer) -> None:
                 f"model file {model} does not exist" if not model.exists() else f"{model} is not a file",
                 "give the path of a .py model file",
             )
-        path = output or Path("profiles") / f"{name or model.stem}.yaml"
+        path = output or default_output(name or model.stem)
         if output is None and not path.parent.exists():
             check_writable(path.parent, "profile")  # profiles/ will be created in a writable folder
         else:

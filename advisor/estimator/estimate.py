@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from advisor.catalog.schema import Catalog, Device, Efficiency, Instance
 from advisor.errors import UserError
+from advisor.estimator.batch import FLAG, BatchPlan, GlobalBatch, plan_batch, resolve_global_batch, too_many_replicas
 from advisor.estimator.comm import Fabric, check_fabric, collective_parts, collective_time, fabric_for
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.memory import Memory, max_micro_batch, memory_for, repeated_blocks
@@ -57,6 +58,8 @@ class Estimate(BaseModel):
     micro_batch: int
     accumulation: int
     global_batch: int
+    global_batch_source: str = Field("", description="where the global batch came from (advisor/estimator/batch.py)")
+    global_batch_reason: str | None = Field(None, description="why it differs from the one asked for (None: exact)")
     step_time_s: float
     phases: dict[str, Phase]
     compute_s: float
@@ -194,40 +197,36 @@ def scaled_device(device: Device, factor: float) -> Device:
     )
 
 
-def _batches(profile: Profile, config: Config, fit) -> tuple[int, int, int, list[str]]:
-    """(micro-batch, accumulation, global batch, notes). Without --global-batch each device takes
-    --micro-batch, else the profile's batch size. The micro-batch is the largest that fits, then evened out so that the
-    accumulation steps pad the global batch as little as possible."""
-    world, notes = config.world, []
-    if config.global_batch is not None and config.global_batch < world:
+def _batches(profile: Profile, config: Config, fit) -> tuple[BatchPlan, list[str], GlobalBatch]:
+    """(how the global batch is split, notes, where the global batch came from): the global batch
+    is resolved (advisor/estimator/batch.py), then split over the data-parallel replicas by `plan_batch`
+    with the largest micro-batch that fits (`fit(limit)`) unless --micro-batch fixes it."""
+    world = config.world
+    gb = resolve_global_batch(profile, config.global_batch, config.micro_batch, world)
+    if too_many_replicas(gb.samples, world):
+        where = "" if gb.source == FLAG else f" ({gb.source})"
         raise UserError(
-            f"--global-batch {config.global_batch} is smaller than the {world} devices (each needs a sample)",
+            f"global batch {gb.samples}{where} is smaller than the {world} data-parallel devices (each needs a sample)",
             f"use --global-batch {world} or more, or fewer devices",
         )
-    if config.global_batch:
-        per_device = math.ceil(config.global_batch / world)
-    else:  # the micro-batch asked for, else the batch the model was profiled at, on every device
-        per_device = config.micro_batch or profile.batch_size
-    if config.micro_batch is not None:
-        if config.micro_batch > per_device:
-            raise UserError(
-                f"contradictory batch: micro-batch {config.micro_batch} × {world} devices is more than "
-                f"the global batch {config.global_batch or per_device * world}",
-                "lower --micro-batch or raise --global-batch",
-            )
-        micro = config.micro_batch
-    else:
-        micro = fit(per_device)
-    accum = math.ceil(per_device / micro)
-    if config.micro_batch is None:
-        micro = math.ceil(per_device / accum)  # same accumulation, least padding
-    global_batch = micro * accum * world
-    asked = config.global_batch or per_device * world
-    if global_batch != asked:
-        notes.append(f"global batch {asked} runs as {global_batch} (micro-batch {micro} × {accum} × {world})")
-    if accum > 1:
-        notes.append(f"per-device batch {per_device} does not fit: micro-batch {micro}, {accum} accumulation steps")
-    return micro, accum, global_batch, notes
+    per_device = -(-gb.samples // world)
+    if config.micro_batch is not None and config.micro_batch > per_device:
+        raise UserError(
+            f"contradictory batch: micro-batch {config.micro_batch} × {world} devices is more than "
+            f"the global batch {gb.samples}",
+            "lower --micro-batch or raise --global-batch",
+        )
+    max_micro = config.micro_batch or fit(per_device)
+    plan = plan_batch(gb.samples, world, max_micro, config.micro_batch)
+    notes = [gb.describe()]
+    if plan.reason:
+        notes.append(f"global batch {gb.samples} runs as {plan.global_batch}: {plan.reason}")
+    if plan.accumulation > 1:
+        notes.append(
+            f"micro-batch {plan.micro_batch} × {plan.accumulation} accumulation steps × {world} devices"
+            + ("" if config.micro_batch else f" (the largest micro-batch that fits is {max_micro})")
+        )
+    return plan, notes, gb
 
 
 def estimate(
@@ -255,9 +254,10 @@ def estimate(
         blocks = repeated_blocks(profile)
         if cache is not None:
             cache[("blocks",)] = blocks
-    micro, accum, global_batch, notes = _batches(
+    plan, notes, gb = _batches(
         profile, config, lambda limit: max_micro_batch(profile, config, device, eff, instance, limit, blocks)
     )
+    micro, accum, global_batch = plan.micro_batch, plan.accumulation, plan.global_batch
     assumptions += notes
     key = (device.id, eff.id, config.precision, micro, share)
     phases = cache.get(key) if cache is not None else None
@@ -298,6 +298,8 @@ def estimate(
         micro_batch=micro,
         accumulation=accum,
         global_batch=global_batch,
+        global_batch_source=gb.source,
+        global_batch_reason=plan.reason,
         step_time_s=step,
         phases=shown,
         compute_s=compute_s,

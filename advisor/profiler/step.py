@@ -41,6 +41,23 @@ class StepResult:
     opt: Any = None
 
 
+def tokens_per_sample(keys, batch_size: int, int_inputs: list) -> int | None:
+    """The tokens one sample trains on: the indices per sample of the widest embedding lookup of the forward
+    pass (the token embedding; a model that feeds [b, s+1] and slices off one position counts s), else the
+    width of the first 2-D integer input, else None (not a token model)."""
+    widest = 0
+    for op, shapes, _dtype, phase, *_ in keys:
+        if op == "aten.embedding" and phase == "forward" and len(shapes) > 1 and isinstance(shapes[1], tuple):
+            numel = 1
+            for n in shapes[1]:
+                numel *= n
+            if len(shapes[1]) >= 2:  # [batch, seq]: a lookup per token of every sample
+                widest = max(widest, numel // batch_size)
+    if widest:
+        return widest
+    return (int_inputs[0].numel() // int_inputs[0].shape[0]) if int_inputs else None
+
+
 def find_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
     """The repeated blocks activation checkpointing would wrap: the children of the ModuleList or Sequential
     with the most children of one class (at least 2); ties go to the first found."""
@@ -230,7 +247,7 @@ def run_step(
         # during the next steps' forward and backward
         peak_bytes=max(mem.peak, mem.peak_before_optimizer + _unique_bytes(state)),
         input_shapes=[f"{n}: [{', '.join(map(str, t.shape))}] {dtype_name(t.dtype)}" for n, t in inputs],
-        tokens_per_sample=(ints[0].numel() // ints[0].shape[0]) if ints else None,
+        tokens_per_sample=tokens_per_sample(counter.keys, batch_size, ints),
         optimizer=opt_name,
         notes=notes,
         model=model,

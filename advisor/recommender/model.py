@@ -54,6 +54,7 @@ class Option(BaseModel):
     micro_batch: int
     accumulation: int
     global_batch: int
+    global_batch_reason: str | None = Field(None, description="why the global batch differs from the one asked")
     mfu: float
     memory_bytes: float
     memory_capacity_bytes: float | None = None
@@ -116,6 +117,9 @@ class Explanation(BaseModel):
 
 class Question(BaseModel):
     profile: str
+    global_batch: int | None = Field(None, description="samples per step every option trains at")
+    global_batch_source: str = Field("", description="where it came from: --global-batch, the model file, ...")
+    global_batch_detail: str = ""
     profile_sha256: str
     parameters: int
     workload: dict

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from advisor import units
 from advisor.catalog.schema import Catalog
 from advisor.errors import UserError
+from advisor.estimator.batch import resolve_global_batch, too_many_replicas
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.estimate import billed_cost, estimate
 from advisor.recommender.candidates import Candidate, enumerate_candidates
@@ -70,6 +71,7 @@ def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constra
         micro_batch=est.micro_batch,
         accumulation=est.accumulation,
         global_batch=est.global_batch,
+        global_batch_reason=est.global_batch_reason,
         mfu=est.mfu,
         memory_bytes=m.total_bytes,
         memory_capacity_bytes=m.capacity_bytes,
@@ -104,6 +106,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
     def rejected(reason: str, example: str, configurations: int = 1) -> None:
         rejections.add(reason, example, n=configurations * weight)
 
+    gb = resolve_global_batch(profile, constraints.global_batch)
     cache: dict = {}
     fits: dict = {}
     feasible: list[Row] = []
@@ -118,6 +121,11 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
         constraints.providers,
         constraints.devices,
     ):
+        if too_many_replicas(gb.samples, cand.world):
+            rejected(
+                "more replicas than the global batch", f"{cand.label()}: {cand.world} devices, {gb.samples} samples"
+            )
+            continue
         config = Config(
             device=cand.device.id,
             instance=cand.instance.id,
@@ -126,7 +134,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
             precision=cand.precision,
             strategy=cand.strategy,
             checkpointing=cand.checkpointing,
-            global_batch=constraints.global_batch,
+            global_batch=gb.samples,
         )
         try:
             eff = catalog.efficiency[cand.device.efficiency]
@@ -193,9 +201,13 @@ def recommend(
         devices |= {o.device for o in (explanation.fastest, explanation.cheapest) if o is not None}
     assumptions = list(dict.fromkeys(line for d in sorted(devices) for line in notes.get(d, {})))
     oldest, newest = catalog.as_of_range()
+    gb = resolve_global_batch(profile, constraints.global_batch)
     return Recommendation(
         question=Question(
             profile=profile.name,
+            global_batch=gb.samples,
+            global_batch_source=gb.source,
+            global_batch_detail=gb.detail,
             profile_sha256=profile.model_sha256,
             parameters=profile.parameters,
             workload=workload.model_dump(exclude_none=True),

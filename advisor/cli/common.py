@@ -23,6 +23,11 @@ CatalogOpt = Annotated[
 ]
 
 
+WideOpt = Annotated[
+    bool, typer.Option("--wide", help="Tables: every column at full width, past the terminal's edge if need be.")
+]
+
+
 PlotOpt = Annotated[
     Path | None,
     typer.Option("--plot", help="Also draw the profile's ops on the device's roofline (PNG; needs matplotlib)."),

@@ -6,11 +6,13 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt
+from advisor.cli.common import CatalogOpt, FormatOpt, WideOpt
 from advisor.cli.recommend import (
     Budget,
+    CheckpointEvery,
     Deadline,
     Epochs,
+    EvalShare,
     GlobalBatch,
     MaxDevices,
     Objective,
@@ -41,17 +43,20 @@ def register(app: typer.Typer) -> None:
         pricing: Pricing = "on-demand",
         precision: Precision = None,
         global_batch: GlobalBatch = None,
+        checkpoint_every: CheckpointEvery = None,
+        eval_share: EvalShare = None,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
+        wide: WideOpt = False,
     ) -> None:
         """The best CPU, GPU, TPU and other-accelerator option for PROFILE side by side, in hours and dollars:
         do I need a GPU for this?"""
         cat, prof, workload, constraints = build_question(
             profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, None,
-            max_devices, pricing, precision, global_batch, catalog,
+            max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share,
         )  # fmt: skip
         from advisor.recommender.compare import compare
         from advisor.render.recommend_tables import print_comparison
 
         result = compare(prof, cat, workload, constraints)
-        emit(result, fmt, lambda: print_comparison(result))
+        emit(result, fmt, lambda: print_comparison(result, wide))

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, note
+from advisor.cli.common import CatalogOpt, FormatOpt, WideOpt, note
 from advisor.errors import UserError
 from advisor.io import check_writable
 from advisor.render.output import Format, emit
@@ -40,6 +40,8 @@ def build_question(
     precision: str | None,
     global_batch: int | None,
     catalog_paths,
+    checkpoint_every: str | None = None,
+    eval_share: float | None = None,
 ):
     """Parse and check everything the user typed: (catalog, profile, workload, constraints). Raises UserError."""
     from advisor import api, units
@@ -57,6 +59,7 @@ def build_question(
         raise UserError(f"--max-devices must be at least 1, got {max_devices}")
     if global_batch is not None and global_batch < 1:
         raise UserError(f"--global-batch must be at least 1, got {global_batch}")
+    run = parse_run_options(checkpoint_every, eval_share)
     work = parse_workload(samples, epochs, steps, tokens)
     workload = Workload(samples=work[0], epochs=work[1], steps=work[2], tokens=work[3])
     if workload.empty():
@@ -82,8 +85,24 @@ def build_question(
         pricing=pricing,
         precisions=precisions,
         global_batch=global_batch,
+        checkpoint_every_s=run.checkpoint_every_s,
+        eval_share=run.eval_share,
     )
     return cat, prof, workload, constraints
+
+
+def parse_run_options(checkpoint_every: str | None, eval_share: float | None):
+    """--checkpoint-every (a duration; 0 or 'end': only the final checkpoint) and --eval-share (0 to <1)."""
+    from advisor import units
+    from advisor.estimator.runtime import RunOptions
+
+    every = None
+    if checkpoint_every is not None:
+        text = checkpoint_every.strip().lower()
+        every = 0.0 if text in ("end", "never", "0") else units.parse_positive(text, "duration", "--checkpoint-every")
+    if eval_share is not None and not 0 <= eval_share < 1:
+        raise UserError(f"--eval-share must be at least 0 and below 1, got {eval_share:g}", "e.g. --eval-share 0.02")
+    return RunOptions(checkpoint_every_s=every, eval_share=eval_share)
 
 
 def check_outputs(**paths: Path | None) -> None:
@@ -118,7 +137,21 @@ Precision = Annotated[
 ]
 GlobalBatch = Annotated[
     int | None,
-    typer.Option(help="Samples per optimizer step over all devices (default: the profile's batch per device)."),
+    typer.Option(
+        help="Samples per optimizer step over all devices (default: the model file's GLOBAL_BATCH, else the "
+        "profiled batch)."
+    ),
+]
+CheckpointEvery = Annotated[
+    str | None,
+    typer.Option(
+        help="Write a checkpoint this often: '30m', '2h'; 'end' for only the final one (default: the catalog's, "
+        "hourly)."
+    ),
+]
+EvalShare = Annotated[
+    float | None,
+    typer.Option(help="Evaluation time as a share of the training time, e.g. 0.02 (default: the catalog's, 0.01)."),
 ]
 
 
@@ -143,8 +176,11 @@ def register(app: typer.Typer) -> None:
         export: Annotated[Path | None, typer.Option(help="Write the question and the answer as YAML.")] = None,
         skypilot: Annotated[Path | None, typer.Option(help="Write a SkyPilot task YAML for the winner.")] = None,
         plot: Annotated[Path | None, typer.Option(help="Draw the time-cost plane (PNG; needs matplotlib).")] = None,
+        checkpoint_every: CheckpointEvery = None,
+        eval_share: EvalShare = None,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
+        wide: WideOpt = False,
     ) -> None:
         """Rank every catalog configuration for training PROFILE: cheapest within a deadline, fastest within a
         budget, the Pareto front of time and cost; when nothing qualifies, why and what to relax."""
@@ -153,7 +189,7 @@ def register(app: typer.Typer) -> None:
         check_outputs(export=export, skypilot=skypilot, plot=plot)
         cat, prof, workload, constraints = build_question(
             profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, devices,
-            max_devices, pricing, precision, global_batch, catalog,
+            max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share,
         )  # fmt: skip
         from advisor.recommender.rank import recommend
 
@@ -161,7 +197,7 @@ def register(app: typer.Typer) -> None:
         write_outputs(rec, prof, cat, export, skypilot, plot)
         from advisor.render.recommend_tables import print_recommendation
 
-        emit(rec, fmt, lambda: print_recommendation(rec))
+        emit(rec, fmt, lambda: print_recommendation(rec, wide))
 
 
 def write_outputs(rec, prof, cat, export: Path | None, skypilot: Path | None, plot: Path | None) -> None:

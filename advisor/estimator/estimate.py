@@ -24,6 +24,7 @@ from advisor.estimator.comm import Fabric, check_fabric, collective_parts, colle
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.memory import Memory, max_micro_batch, memory_for, repeated_blocks
 from advisor.estimator.roofline import profile_op_time
+from advisor.estimator.runtime import InputPipeline, RunCosts, RunOptions, input_pipeline, run_costs, runtime_of
 from advisor.profiler.schema import Profile
 from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, PARAM_BYTES
 
@@ -70,7 +71,10 @@ class Estimate(BaseModel):
     mfu: float
     scaling_efficiency: float
     memory: Memory
+    fits: bool = Field(True, description="false: the run does not fit in memory, so it has no time or cost")
+    input: InputPipeline | None = Field(None, description="the host's image pipeline, for image models")
     steps: float | None = None
+    run: RunCosts | None = Field(None, description="the whole run: start-up, steps, evaluation, checkpoints")
     total_time_s: float | None = None
     node_usd_per_hour: float | None = None
     cost_usd: float | None = None
@@ -230,11 +234,18 @@ def _batches(profile: Profile, config: Config, fit) -> tuple[BatchPlan, list[str
 
 
 def estimate(
-    profile, catalog: Catalog, config: Config, workload: Workload | None = None, cache: dict | None = None
+    profile,
+    catalog: Catalog,
+    config: Config,
+    workload: Workload | None = None,
+    cache: dict | None = None,
+    run: RunOptions | None = None,
 ) -> Estimate:
     """One configuration. `cache` (any dict, reused across calls for the same profile) memoizes the per-op
     roofline by (device, efficiency, precision, micro-batch), which is most of the work when many
-    configurations share a device (the recommender)."""
+    configurations share a device (the recommender). `run` sets the checkpoint interval and evaluation
+    share (advisor/estimator/runtime.py); a workload's total time includes the run's fixed costs. A
+    configuration that does not fit in memory gets no total time and no cost."""
     device = catalog.devices[config.device]
     eff = catalog.efficiency[device.efficiency]
     instance = catalog.instances.get(config.instance) if config.instance else None
@@ -270,6 +281,10 @@ def estimate(
     opt_s = opt.seconds / (config.world if config.strategy == "fsdp" else 1)
     comm = _comm(profile, config, fabric, phases, accum)
     step = accum * compute_pass + opt_s + comm.exposed_s
+    feed = input_pipeline(profile, runtime_of(catalog), device, instance, config, global_batch, step)
+    if feed is not None and feed.wait_s > 0:
+        step += feed.wait_s
+        assumptions.append(_feed_note(feed, global_batch, step))
     parts = [fwd, bwd] + ([fwd] if config.checkpointing else [])
     opt_share = opt_s / opt.seconds if opt.seconds else 1.0
     compute_s = accum * sum(p.compute_s for p in parts) + opt.compute_s * opt_share
@@ -310,12 +325,16 @@ def estimate(
         mfu=mfu,
         scaling_efficiency=single / step if step > 0 else 1.0,
         memory=memory,
+        fits=memory.fits,
+        input=feed,
         assumptions=assumptions + _assumptions(device, eff, config, profile, fabric, peak, blocks),
     )
     steps = steps_for(profile, workload, global_batch)
     if steps is not None:
         est.steps = steps
-        est.total_time_s = steps * step
+    if steps is not None and memory.fits:
+        est.run = run_costs(profile, catalog, device, instance, config, steps * step, run)
+        est.total_time_s = est.run.total_s
         if instance is not None:
             hourly = instance.hourly_usd(spot=config.spot)
             if hourly is None:
@@ -324,6 +343,16 @@ def estimate(
                 est.node_usd_per_hour = hourly
                 est.cost_usd = billed_cost(est.total_time_s, hourly, config.nodes, instance)
     return est
+
+
+def _feed_note(feed: InputPipeline, global_batch: int, step: float) -> str:
+    where = "on the training cores" if feed.shared_cores else f"on {feed.vcpus_per_node} vCPUs per node"
+    bound = "adds" if feed.shared_cores else "bounds the step: the devices wait"
+    return (
+        f"input pipeline: decoding and augmenting {global_batch} images of {feed.pixels:,.0f} pixels {where} "
+        f"({feed.samples_per_s:,.0f} images/s) {bound} {feed.wait_s * 1e3:.3g} ms per step "
+        f"(catalog/runtime.yaml image_samples_per_s_per_vcpu)"
+    )
 
 
 def _assumptions(

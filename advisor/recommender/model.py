@@ -25,6 +25,8 @@ class Constraints(BaseModel):
     pricing: PricingChoice = "on-demand"
     precisions: list[str] = []
     global_batch: int | None = Field(None, ge=1)
+    checkpoint_every_s: float | None = Field(None, ge=0, description="None: the catalog's default; 0: at the end")
+    eval_share: float | None = Field(None, ge=0, lt=1, description="None: the catalog's default")
 
 
 class Option(BaseModel):
@@ -47,7 +49,13 @@ class Option(BaseModel):
     checkpointing: bool
     pricing: Literal["on-demand", "spot"]
     step_time_s: float
-    total_time_s: float
+    total_time_s: float = Field(description="the whole run: start-up, steps, evaluation and checkpoints")
+    startup_s: float = Field(0.0, description="provisioning, setup and initialisation")
+    checkpoint_s: float = Field(0.0, description="all checkpoint writes")
+    eval_s: float = 0.0
+    input_bound: bool = Field(False, description="the host's input pipeline holds the devices back")
+    owned: bool = Field(False, description="owned machines at an amortized price, not rented")
+    price_as_of: str | None = Field(None, description="when the instance's price was read (ISO date)")
     cost_usd: float
     usd_per_hour: float = Field(description="all nodes together")
     steps: float

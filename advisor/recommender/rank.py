@@ -17,7 +17,8 @@ from advisor.errors import UserError
 from advisor.estimator.batch import resolve_global_batch, too_many_replicas
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.estimate import billed_cost, estimate
-from advisor.recommender.candidates import Candidate, enumerate_candidates
+from advisor.estimator.runtime import RunOptions
+from advisor.recommender.candidates import Candidate, enumerate_candidates, is_owned
 from advisor.recommender.explain import explain
 from advisor.recommender.fastpath import too_big
 from advisor.recommender.model import Constraints, Option, Question, Recommendation, Rejections, Row
@@ -45,9 +46,10 @@ def mark_pareto(options: list[Option]) -> list[Option]:
     return front
 
 
-def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constraints: Constraints) -> Row:
+def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constraints: Constraints, owned: bool) -> Row:
     m = est.memory
     inst = cand.instance
+    run = est.run
     return Row(
         rank=None,
         provider=inst.provider,
@@ -65,6 +67,12 @@ def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constra
         pricing=pricing,
         step_time_s=est.step_time_s,
         total_time_s=est.total_time_s,
+        startup_s=run.startup_s,
+        checkpoint_s=run.checkpoint_s,
+        eval_s=run.eval_s,
+        input_bound=est.input is not None and est.input.wait_s > 0,
+        owned=owned,
+        price_as_of=inst.as_of.isoformat(),
         cost_usd=cost,
         usd_per_hour=hourly * cand.nodes,
         steps=est.steps,
@@ -107,6 +115,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
         rejections.add(reason, example, n=configurations * weight)
 
     gb = resolve_global_batch(profile, constraints.global_batch)
+    run = RunOptions(checkpoint_every_s=constraints.checkpoint_every_s, eval_share=constraints.eval_share)
     cache: dict = {}
     fits: dict = {}
     feasible: list[Row] = []
@@ -139,7 +148,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
         try:
             eff = catalog.efficiency[cand.device.efficiency]
             overflow = too_big(profile, config, cand.device, eff, fits)
-            est = None if overflow is not None else estimate(profile, catalog, config, workload, cache)
+            est = None if overflow is not None else estimate(profile, catalog, config, workload, cache, run)
         except (UserError, ValueError) as exc:
             rejected("cannot estimate", f"{cand.label()}: {exc}")
             continue
@@ -168,7 +177,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
             cost = est.cost_usd if not spot and est.cost_usd is not None else None
             if cost is None:
                 cost = billed_cost(est.total_time_s, hourly, cand.nodes, cand.instance)
-            feasible.append(_row(cand, est, pricing, hourly, cost, constraints))
+            feasible.append(_row(cand, est, pricing, hourly, cost, constraints, is_owned(catalog, cand.instance)))
     return feasible, rejections, estimated, notes, closest
 
 

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
-from rich.console import Console
 from rich.table import Table
 
 from advisor import units
 from advisor.catalog.schema import Catalog, Device, Instance
+from advisor.render.columns import make_console
+from advisor.render.marks import OLD_PRICE, old_price_note, stale
 from advisor.vocab import DTYPES
 
-# Piped output gets wide tables instead of rich's 80-column default.
-console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 220)
+# $COLUMNS when set, else the terminal's width; piped output gets wide tables instead of rich's 80 columns.
+console = make_console()
 
 
 def _site(source: str) -> str:
@@ -73,8 +73,11 @@ def instance_table(catalog: Catalog, instances: list[Instance]) -> Table:
             _money(inst.hourly_usd()),
             _money(inst.hourly_usd(spot=True)),
             regions[0] + (f" +{len(regions) - 1}" if len(regions) > 1 else ""),
-            inst.as_of.isoformat(),
+            inst.as_of.isoformat() + (f" {OLD_PRICE}" if stale(inst.as_of) else ""),
         )
+    note = old_price_note([i.as_of for i in instances])
+    if note:
+        table.caption, table.caption_justify = note, "left"
     return table
 
 
@@ -166,7 +169,8 @@ def _print_instance(catalog: Catalog, inst: Instance) -> None:
     table.add_row("source", inst.source)
     for extra in inst.extra_sources:
         table.add_row("", extra)
-    table.add_row("as of", inst.as_of.isoformat())
+    old = f" {OLD_PRICE} more than a year old: check the price" if stale(inst.as_of) else ""
+    table.add_row("as of", inst.as_of.isoformat() + old)
     if inst.notes:
         table.add_row("notes", inst.notes)
     console.print(table)

@@ -6,13 +6,11 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, WideOpt
+from advisor.cli.common import CatalogOpt, CheckpointEvery, EvalShare, FormatOpt, WideOpt
 from advisor.cli.recommend import (
     Budget,
-    CheckpointEvery,
     Deadline,
     Epochs,
-    EvalShare,
     GlobalBatch,
     MaxDevices,
     Objective,

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, WideOpt, note
+from advisor.cli.common import CatalogOpt, CheckpointEvery, EvalShare, FormatOpt, WideOpt, note, parse_run_options
 from advisor.errors import UserError
 from advisor.io import check_writable
 from advisor.render.output import Format, emit
@@ -91,20 +91,6 @@ def build_question(
     return cat, prof, workload, constraints
 
 
-def parse_run_options(checkpoint_every: str | None, eval_share: float | None):
-    """--checkpoint-every (a duration; 0 or 'end': only the final checkpoint) and --eval-share (0 to <1)."""
-    from advisor import units
-    from advisor.estimator.runtime import RunOptions
-
-    every = None
-    if checkpoint_every is not None:
-        text = checkpoint_every.strip().lower()
-        every = 0.0 if text in ("end", "never", "0") else units.parse_positive(text, "duration", "--checkpoint-every")
-    if eval_share is not None and not 0 <= eval_share < 1:
-        raise UserError(f"--eval-share must be at least 0 and below 1, got {eval_share:g}", "e.g. --eval-share 0.02")
-    return RunOptions(checkpoint_every_s=every, eval_share=eval_share)
-
-
 def check_outputs(**paths: Path | None) -> None:
     for what, path in paths.items():
         if path is not None:
@@ -141,17 +127,6 @@ GlobalBatch = Annotated[
         help="Samples per optimizer step over all devices (default: the model file's GLOBAL_BATCH, else the "
         "profiled batch)."
     ),
-]
-CheckpointEvery = Annotated[
-    str | None,
-    typer.Option(
-        help="Write a checkpoint this often: '30m', '2h'; 'end' for only the final one (default: the catalog's, "
-        "hourly)."
-    ),
-]
-EvalShare = Annotated[
-    float | None,
-    typer.Option(help="Evaluation time as a share of the training time, e.g. 0.02 (default: the catalog's, 0.01)."),
 ]
 
 

@@ -72,6 +72,7 @@ class Estimate(BaseModel):
     scaling_efficiency: float
     memory: Memory
     fits: bool = Field(True, description="false: the run does not fit in memory, so it has no time or cost")
+    to_fit: list[str] = Field([], description="when it does not fit: changes that would make it fit")
     input: InputPipeline | None = Field(None, description="the host's image pipeline, for image models")
     steps: float | None = None
     run: RunCosts | None = Field(None, description="the whole run: start-up, steps, evaluation, checkpoints")
@@ -298,7 +299,9 @@ def estimate(
     single = accum * compute_pass + opt_s  # the same per-device work without communication
     memory = memory_for(profile, config, device, eff, instance, micro, blocks)
     if not memory.fits:
-        assumptions.append("does NOT fit in memory: try --checkpointing, --strategy fsdp or more devices")
+        assumptions.append(
+            "does NOT fit in memory: no total time or cost (advisor/estimator/fit.py says what would fit)"
+        )
     shown = dict(phases)
     if config.checkpointing:
         shown = {"forward": fwd, "backward": bwd, "recompute": fwd, "optimizer": opt}

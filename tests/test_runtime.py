@@ -146,3 +146,12 @@ def test_an_input_bound_estimate_says_so():
     est = estimate(prof, cat, node(global_batch=64), Workload(steps=10))
     assert est.input.wait_s > 0 and est.samples_per_s == pytest.approx(100, rel=1e-9)  # 64 images per 0.64 s
     assert any("input pipeline" in a and "bounds the step" in a for a in est.assumptions)
+
+
+def test_every_provider_of_the_shipped_catalog_has_its_start_up_costs():
+    from advisor import api
+
+    cat = api.catalog()
+    assert {i.provider for i in cat.instances.values()} <= set(cat.providers)
+    assert "default" in cat.runtime and cat.providers["onprem"].owned
+    assert not any(p.owned for name, p in cat.providers.items() if name != "onprem")

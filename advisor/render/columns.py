@@ -67,15 +67,15 @@ def _natural(cols: Sequence[Col], rows: Sequence[Sequence[object]]) -> list[int]
 
 
 def _word_width(cols: Sequence[Col], rows: Sequence[Sequence[object]], widths: list[int]) -> list[int]:
-    """Widths for choosing what to drop: a wrapping column as wide as three rows in four need (the others
-    wrap), and never narrower than its longest word."""
+    """Widths for choosing what to drop: a wrapping column as wide as half its rows need (the others wrap),
+    and never narrower than its longest word."""
     out = list(widths)
     for i, col in enumerate(cols):
         if col.wrap and rows:
             words = [len(w) for text in (col.header, *(_plain(r[i]) for r in rows)) for w in text.split()]
             cells = sorted(max(map(len, _plain(r[i]).splitlines() or [""])) for r in rows)
-            quartile = cells[max(0, math.ceil(0.75 * len(cells)) - 1)]
-            out[i] = min(widths[i], max(quartile, col.min_width, *words))
+            median = cells[max(0, math.ceil(0.5 * len(cells)) - 1)]
+            out[i] = min(widths[i], max(median, col.min_width, *words))
     return out
 
 

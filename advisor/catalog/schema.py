@@ -92,6 +92,13 @@ class Device(Strict):
     tensorcores_per_chip: int | None = Field(
         None, ge=1, le=16, description="TPUs: TensorCores per chip (slice names count cores for v2-v4 and v5p)"
     )
+    workers_per_device: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="training processes a launcher starts per device (torchrun --nproc_per_node counts logical "
+        "NeuronCores on Trainium); default 1",
+    )
     software_stack: SoftwareStack | None = Field(
         None, description="what PyTorch runs on: cuda, rocm, xla, neuron, habana, cann or cpu (default: cpu for a CPU)"
     )

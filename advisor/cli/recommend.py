@@ -187,8 +187,11 @@ def write_outputs(rec, prof, cat, export: Path | None, skypilot: Path | None, pl
         else:
             from advisor.render.skypilot import write_task
 
-            write_task(rec.options[0], prof, cat.devices[rec.options[0].device], skypilot)
-            note(f"SkyPilot task for rank 1 written to {skypilot} (launch: sky launch {skypilot})")
+            try:
+                write_task(rec.options[0], prof, cat.devices[rec.options[0].device], skypilot)
+                note(f"SkyPilot task for rank 1 written to {skypilot} (launch: sky launch {skypilot})")
+            except UserError as exc:  # SkyPilot cannot launch the winner: say why, write nothing
+                note(exc.line())
     if plot is not None:
         from advisor.render.plots import pareto_png
 

@@ -174,7 +174,7 @@ def test_profile_plot_draws_a_png_on_the_named_hardware(tmp_path):
         "--plot",
         str(png),
         "--plot-hardware",
-        "h100",
+        "h100-sxm",
     )
     assert r.returncode == 0, r.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_plot, note, plot_roofline
+from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, WideOpt, check_plot, note, plot_roofline
 from advisor.errors import UserError
 from advisor.io import check_writable
 from advisor.render.output import Format, emit
@@ -73,16 +73,16 @@ def summary(profile: Any, path: Path | None) -> dict:
     }
 
 
-def _table(data: dict) -> None:
-    from rich.console import Console
+def _table(data: dict, wide: bool = False) -> None:
     from rich.table import Table
 
+    from advisor.render.columns import make_console
     from advisor.units import fmt_bytes, fmt_count, fmt_duration
 
     def flops(x: float) -> str:
         return fmt_count(x) + "FLOP" if x >= 1000 else f"{x:.0f} FLOP"
 
-    con = Console()
+    con = make_console()
     t = Table(
         title=f"{data['name']}: batch {data['batch_size']}, {data['precision']}, {data['optimizer']}, "
         f"on {data['device']}",
@@ -109,21 +109,31 @@ def _table(data: dict) -> None:
         if data["memory"].get(key) is not None:
             m.add_row(label, fmt_bytes(data["memory"][key]))
     con.print(m)
+    from advisor.render.columns import Col, print_table, tail
+
+    cols = (
+        Col("op", shorten=tail, min_width=12),
+        Col("phase", priority=3),
+        Col("module", priority=2, shorten=tail, min_width=10),
+        Col("dtype", priority=4),
+        Col("calls", priority=5, right=True, keep=True),
+        Col("FLOPs", right=True, keep=True),
+        Col("bytes", right=True, keep=True),
+    )
     for key, title in (("top_by_flops", "top ops by FLOPs"), ("top_by_bytes", "top ops by bytes")):
-        o = Table(title=title)
-        for col in ("op", "phase", "module", "dtype", "calls", "FLOPs", "bytes"):
-            o.add_column(col, justify="right" if col in ("calls", "FLOPs", "bytes") else "left")
-        for r in data[key]:
-            o.add_row(
-                r["op"],
+        rows = [
+            [
+                r["op"].removeprefix("aten."),
                 r["phase"],
                 r["module"] or "-",
                 r["dtype"],
                 str(r["count"]),
                 flops(r["flops"]),
                 fmt_bytes(r["bytes"]),
-            )
-        con.print(o)
+            ]
+            for r in data[key]
+        ]
+        print_table(con, f"{title} (aten ops)", cols, rows, wide)
     extra = f"parameters {fmt_count(data['parameters'])}"
     if data["tokens_per_sample"]:
         extra += f", {data['tokens_per_sample']} tokens per sample"
@@ -217,6 +227,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
+        wide: WideOpt = False,
     ) -> None:
         """Count FLOPs, bytes and memory of one training step of MODEL.py and save its profile."""
         check_choice(device, PROFILE_DEVICES, "--device")
@@ -266,7 +277,7 @@ def register(app: typer.Typer) -> None:
         if plot is not None:
             _plot(plot, prof, plot_hardware, catalog)
         data = summary(prof, path)
-        emit(data, fmt, lambda: _table(data))
+        emit(data, fmt, lambda: _table(data, wide))
 
 
 def _plot(path: Path, prof: Any, hardware: str | None, catalog: list[Path] | None) -> None:

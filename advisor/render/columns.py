@@ -150,8 +150,13 @@ def print_table(console: Console, title: str | None, cols, rows, wide: bool = Fa
     """Fit to the console and print; with `wide`, at full width even past the console's edge. Returns the
     headers of the columns shown."""
     t = table(title, cols, rows, console.width, wide)
-    if wide:
-        console.print(t, width=max(console.width, _total(_natural(cols, rows))))
+    if wide:  # rich never prints wider than its console: widen it for this table
+        before = console.width
+        console.width = max(before, _total(_natural(cols, rows)))
+        try:
+            console.print(t)
+        finally:
+            console.width = before
     else:
         console.print(t)
     return [str(c.header) for c in t.columns]

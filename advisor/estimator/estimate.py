@@ -250,7 +250,7 @@ def estimate(
     device = catalog.devices[config.device]
     eff = catalog.efficiency[device.efficiency]
     instance = catalog.instances.get(config.instance) if config.instance else None
-    check_precision(device, config.precision)
+    _memo(cache, ("precision", device.id, config.precision), lambda: check_precision(device, config.precision) or 1)
     assumptions: list[str] = []
     share = host_share(device, instance)
     if share != 1.0:
@@ -266,8 +266,18 @@ def estimate(
         blocks = repeated_blocks(profile)
         if cache is not None:
             cache[("blocks",)] = blocks
+    # memory depends on the device, the host memory share of a CPU, precision, sharding and checkpointing only
+    shard = config.world if config.strategy == "fsdp" else min(config.world, 2)
+    mem_key = ("memory", device.id, config.instance if device.memory_bytes is None else None, config.precision)
+    mem_key += (config.strategy, shard, config.checkpointing)
     plan, notes, gb = _batches(
-        profile, config, lambda limit: max_micro_batch(profile, config, device, eff, instance, limit, blocks)
+        profile,
+        config,
+        lambda limit: _memo(
+            cache,
+            (*mem_key, "fit", limit),
+            lambda: max_micro_batch(profile, config, device, eff, instance, limit, blocks),
+        ),
     )
     micro, accum, global_batch = plan.micro_batch, plan.accumulation, plan.global_batch
     assumptions += notes
@@ -297,7 +307,7 @@ def estimate(
     peak = peak or device.peak("fp32", "vector")
     mfu = model_flops / (step * world * peak) if step > 0 else 0.0
     single = accum * compute_pass + opt_s  # the same per-device work without communication
-    memory = memory_for(profile, config, device, eff, instance, micro, blocks)
+    memory = _memo(cache, (*mem_key, micro), lambda: memory_for(profile, config, device, eff, instance, micro, blocks))
     if not memory.fits:
         assumptions.append(
             "does NOT fit in memory: no total time or cost (advisor/estimator/fit.py says what would fit)"
@@ -330,7 +340,13 @@ def estimate(
         memory=memory,
         fits=memory.fits,
         input=feed,
-        assumptions=assumptions + _assumptions(device, eff, config, profile, fabric, peak, blocks),
+        assumptions=assumptions
+        + _memo(
+            cache,
+            ("assumptions", device.id, config.instance, config.precision, config.strategy, config.checkpointing)
+            + (config.devices_per_node > 1, config.nodes > 1),
+            lambda: _assumptions(device, eff, config, profile, fabric, peak, blocks),
+        ),
     )
     steps = steps_for(profile, workload, global_batch)
     if steps is not None:
@@ -346,6 +362,16 @@ def estimate(
                 est.node_usd_per_hour = hourly
                 est.cost_usd = billed_cost(est.total_time_s, hourly, config.nodes, instance)
     return est
+
+
+def _memo(cache: dict | None, key: tuple, make):
+    """make() once per key when a cache is given (the recommender's), else every time."""
+    if cache is None:
+        return make()
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = make()
+    return value
 
 
 def _feed_note(feed: InputPipeline, global_batch: int, step: float) -> str:

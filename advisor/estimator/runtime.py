@@ -163,7 +163,7 @@ def run_costs(
     writers = config.nodes if config.strategy == "fsdp" else 1
     write_s = state / (rt.checkpoint_bandwidth * writers)
     total = provisioning + setup + init + train_s + eval_s + count * write_s
-    return RunCosts(
+    return RunCosts.model_construct(  # computed floats: no validation needed (thousands per recommendation)
         provisioning_s=provisioning,
         setup_s=setup,
         init_s=init,

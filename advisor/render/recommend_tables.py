@@ -77,6 +77,9 @@ def print_options(options, title: str, wide: bool = False) -> None:
     old = old_price_note([o.price_as_of for o in options])
     if old:
         notes.append(old)
+    odd = [o for o in options if o.global_batch_reason]
+    if odd:
+        notes.append(f"global batch not exact for {len(odd)} of these: {odd[0].global_batch_reason}")
     for note in notes:
         console.print(note, soft_wrap=True)
 

@@ -87,3 +87,14 @@ def test_profile_op_names_show_their_tail(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "aten._foreac" not in res.stdout and "_foreach_" in res.stdout  # AdamW's foreach ops, named by their tail
     assert all(len(line) <= 70 for line in res.stdout.splitlines() if line[:1] in "┃│┏┡└")
+
+
+@pytest.mark.parametrize("args", [("catalog", "list", "--provider", "aws"), ("catalog", "list", "--kind", "gpu")])
+def test_catalog_lists_fit_100_columns_with_whole_ids_and_prices(args):
+    res = run_cli(*args, env={"COLUMNS": "100"})
+    assert res.returncode == 0, res.stderr
+    table_lines = [line for line in res.stdout.splitlines() if line[:1] in "┃│┏┡└"]
+    assert table_lines and all(len(line) <= 100 for line in table_lines)
+    assert "…" not in "".join(table_lines)
+    if "aws" in args:
+        assert "aws-p5.48xlarge" in res.stdout and "on-demand" in res.stdout

@@ -24,7 +24,15 @@ from advisor.estimator.comm import Fabric, check_fabric, collective_parts, colle
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.memory import Memory, max_micro_batch, memory_for, repeated_blocks
 from advisor.estimator.roofline import profile_op_time
-from advisor.estimator.runtime import InputPipeline, RunCosts, RunOptions, input_pipeline, run_costs, runtime_of
+from advisor.estimator.runtime import (
+    InputPipeline,
+    RunCosts,
+    RunOptions,
+    feed_note,
+    input_pipeline,
+    run_costs,
+    runtime_of,
+)
 from advisor.profiler.schema import Profile
 from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, PARAM_BYTES
 
@@ -295,7 +303,7 @@ def estimate(
     feed = input_pipeline(profile, runtime_of(catalog), device, instance, config, global_batch, step)
     if feed is not None and feed.wait_s > 0:
         step += feed.wait_s
-        assumptions.append(_feed_note(feed, global_batch, step))
+        assumptions.append(feed_note(feed, global_batch))
     parts = [fwd, bwd] + ([fwd] if config.checkpointing else [])
     opt_share = opt_s / opt.seconds if opt.seconds else 1.0
     compute_s = accum * sum(p.compute_s for p in parts) + opt.compute_s * opt_share
@@ -372,16 +380,6 @@ def _memo(cache: dict | None, key: tuple, make):
     if value is None:
         value = cache[key] = make()
     return value
-
-
-def _feed_note(feed: InputPipeline, global_batch: int, step: float) -> str:
-    where = "on the training cores" if feed.shared_cores else f"on {feed.vcpus_per_node} vCPUs per node"
-    bound = "adds" if feed.shared_cores else "bounds the step: the devices wait"
-    return (
-        f"input pipeline: decoding and augmenting {global_batch} images of {feed.pixels:,.0f} pixels {where} "
-        f"({feed.samples_per_s:,.0f} images/s) {bound} {feed.wait_s * 1e3:.3g} ms per step "
-        f"(catalog/runtime.yaml image_samples_per_s_per_vcpu)"
-    )
 
 
 def _assumptions(

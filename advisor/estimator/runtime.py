@@ -177,3 +177,14 @@ def run_costs(
         checkpoint_every_s=every,
         total_s=total,
     )
+
+
+def feed_note(feed: InputPipeline, global_batch: int) -> str:
+    """The assumption line of an image model whose host holds its step back."""
+    where = "on the training cores" if feed.shared_cores else f"on {feed.vcpus_per_node} vCPUs per node"
+    bound = "adds" if feed.shared_cores else "bounds the step: the devices wait"
+    return (
+        f"input pipeline: decoding and augmenting {global_batch} images of {feed.pixels:,.0f} pixels {where} "
+        f"({feed.samples_per_s:,.0f} images/s) {bound} {feed.wait_s * 1e3:.3g} ms per step "
+        f"(catalog/runtime.yaml image_samples_per_s_per_vcpu)"
+    )

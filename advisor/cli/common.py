@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from advisor.cli import complete
 from advisor.errors import UserError
 from advisor.render.output import Format
 
@@ -59,6 +60,29 @@ def parse_run_options(checkpoint_every: str | None, eval_share: float | None):
     return RunOptions(checkpoint_every_s=every, eval_share=eval_share)
 
 
+ProfileArg = Annotated[
+    str, typer.Argument(help="A profile YAML, or the name of a shipped profile.", autocompletion=complete.profile)
+]
+TaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task",
+        autocompletion=complete.task,
+        help="hf: models: causal-lm, masked-lm, seq-cls or image-cls (default: from the config's architectures).",
+    ),
+]
+SeqLenOpt = Annotated[
+    int | None,
+    typer.Option("--seq-len", help="hf: text models: tokens per sample (default: the config's maximum positions)."),
+]
+TrustRemoteCodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-remote-code",
+        help="hf: models whose config needs the repository's own Python code: run it (with your permissions).",
+    ),
+]
+
 PlotOpt = Annotated[
     Path | None,
     typer.Option("--plot", help="Also draw the profile's ops on the device's roofline (PNG; needs matplotlib)."),
@@ -67,6 +91,18 @@ PlotOpt = Annotated[
 
 if TYPE_CHECKING:
     from advisor.profiler.schema import Profile
+
+
+def require_torch(command: str) -> None:
+    """Commands that run a model need PyTorch, which the light install leaves out: one line naming the extra."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise UserError(
+            f"advisor {command} needs PyTorch, which is not installed",
+            'pip install "advisor[torch]" (without a GPU, first the CPU build: '
+            "pip install torch --index-url https://download.pytorch.org/whl/cpu)",
+        )
 
 
 def check_plot(path: Path | None) -> None:
@@ -94,7 +130,7 @@ def fail(message: str, code: int = 2) -> None:
 def run_app(app: typer.Typer) -> None:
     """Run the typer app: user errors become one line and exit code 2, bugs exit 1 with a short report."""
     try:
-        code = app(standalone_mode=False)
+        code = app(prog_name="advisor", standalone_mode=False)  # also under python -m advisor
         if isinstance(code, int) and code:
             raise SystemExit(code)
     except UserError as exc:

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from advisor.cli import complete
 from advisor.cli.common import (
     EXIT_DOES_NOT_FIT,
     CatalogOpt,
@@ -13,6 +14,7 @@ from advisor.cli.common import (
     EvalShare,
     FormatOpt,
     PlotOpt,
+    ProfileArg,
     check_plot,
     parse_run_options,
     plot_roofline,
@@ -38,9 +40,15 @@ def parse_workload(samples: str | None, epochs: float | None, steps: str | None,
 def register(app: typer.Typer) -> None:
     @app.command("estimate")
     def estimate_cmd(
-        profile: Annotated[str, typer.Argument(help="A profile YAML, or the name of a shipped profile.")],
+        profile: ProfileArg,
         hardware: Annotated[
-            str, typer.Option("--hardware", "-H", help="A device ('h100') or an instance ('p5.48xlarge').")
+            str,
+            typer.Option(
+                "--hardware",
+                "-H",
+                help="A device ('h100') or an instance ('p5.48xlarge').",
+                autocompletion=complete.hardware,
+            ),
         ],
         count: Annotated[
             int | None, typer.Option(help="Devices per node (default: all of the instance's; 1 for a device).")

@@ -208,15 +208,15 @@ def test_profile_of_aliased_ops_is_refused(tmp_path, capfd):
     text += ", bytes_written: {fixed: 1, per_sample: 1}}\n" + "- *op\n" * 1_000_000
     path = tmp_path / "aliased.yaml"
     path.write_text(text)
-    user_error(cli(capfd, "estimate", path, "-H", "h100", "--steps", "10"), "aliased.yaml:", "more than")
+    user_error(cli(capfd, "estimate", path, "-H", "h100-sxm", "--steps", "10"), "aliased.yaml:", "more than")
 
 
 def test_oversized_input_is_refused_naming_the_override(tmp_path, capfd, monkeypatch):
     monkeypatch.setenv("ADVISOR_MAX_FILE_SIZE", "1kB")
-    line = user_error(cli(capfd, "estimate", GPT2, "-H", "h100", "--steps", "10"), "over the 1 kB limit")
+    line = user_error(cli(capfd, "estimate", GPT2, "-H", "h100-sxm", "--steps", "10"), "over the 1 kB limit")
     assert "ADVISOR_MAX_FILE_SIZE" in line
     monkeypatch.setenv("ADVISOR_MAX_FILE_SIZE", "1MB")
-    assert cli(capfd, "estimate", GPT2, "-H", "h100", "--steps", "10").code == 0
+    assert cli(capfd, "estimate", GPT2, "-H", "h100-sxm", "--steps", "10").code == 0
 
 
 # ---- nonsense is ranked ----
@@ -244,7 +244,7 @@ def test_nonsense_profile_is_refused(tmp_path, capfd, case, fragment):
     }[case]
     path = tmp_path / f"{case}.yaml"
     path.write_text(text)
-    for command in (("estimate", path, "-H", "h100", "--steps", "10"), ("recommend", path, *WORK)):
+    for command in (("estimate", path, "-H", "h100-sxm", "--steps", "10"), ("recommend", path, *WORK)):
         user_error(cli(capfd, *command, "-f", "json"), f"{case}.yaml", "invalid profile", fragment)
 
 
@@ -293,7 +293,7 @@ def test_integer_mm_model_profiles_and_estimates(tmp_path, capfd, device):
 
     mm = [o for o in load_profile(out).ops if o.op == "aten.mm" and o.dtype == "int64"]
     assert len(mm) == 1 and mm[0].flops.per_sample == 128.0  # 2*m*n*k per sample = 2*1*8*8 = 128
-    result = cli(capfd, "estimate", out, "-H", "h100", "--steps", "1000", "-f", "json")
+    result = cli(capfd, "estimate", out, "-H", "h100-sxm", "--steps", "1000", "-f", "json")
     assert result.code == 0, result.err
     assert 0 < json.loads(result.out)["step_time_s"] < 1
 
@@ -401,7 +401,7 @@ def test_malformed_duration_is_an_error(capfd, deadline, fragment):
 
 
 def test_epochs_nan_exits_2(capfd):
-    user_error(cli(capfd, "estimate", "gpt2_124m", "-H", "h100", "--samples", "1M", "--epochs", "nan"), "--epochs")
+    user_error(cli(capfd, "estimate", "gpt2_124m", "-H", "h100-sxm", "--samples", "1M", "--epochs", "nan"), "--epochs")
 
 
 # ---- model files ----

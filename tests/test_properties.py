@@ -234,7 +234,7 @@ def test_profile_reader_gives_a_valid_profile_or_one_user_error(text):
         assert exc.line().startswith(str(path)) and "\n" not in exc.line()
         return
     try:
-        est = api.estimate(prof, "h100", steps=1000, cat=api.catalog())
+        est = api.estimate(prof, "h100-sxm", steps=1000, cat=api.catalog())
     except UserError:
         return  # e.g. a batch that fits on no device: a user error, not a number
     numbers = [est.step_time_s, est.memory.total_bytes, est.total_time_s or 0.0, est.cost_usd or 0.0]

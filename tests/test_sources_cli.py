@@ -50,7 +50,7 @@ def test_models_that_are_nothing_known():
 def test_an_estimate_says_what_its_profile_was_made_from():
     # shipped profiles predate the source field: they still load, and name their model file
     assert api.profile_from("gpt2_124m").source is None
-    r = run_cli("estimate", "gpt2_124m", "-H", "h100", "--steps", "10", "-f", "json")
+    r = run_cli("estimate", "gpt2_124m", "-H", "h100-sxm", "--steps", "10", "-f", "json")
     assert r.returncode == 0, r.stderr
     sha = api.profile_from("gpt2_124m").model_sha256
     assert (

@@ -175,6 +175,13 @@ class Profile(Strict):
     batch_size: Batch
     input_shapes: list[Text] = Field(description="shape and dtype of each input at the default batch size")
     tokens_per_sample: int | None = Field(None, ge=1, le=10**12)
+    global_batch: int | None = Field(
+        None,
+        ge=1,
+        le=10**12,
+        description="samples per optimizer step of the training recipe (the model file's GLOBAL_BATCH)",
+    )
+    global_batch_source: str | None = Field(None, description="where that recipe comes from (GLOBAL_BATCH_SOURCE)")
     linear_in_batch: bool
     linear_reason: str | None = None
     parameters: Count

@@ -30,6 +30,8 @@ class Constraints(BaseModel):
     pricing: PricingChoice = "on-demand"
     precisions: list[str] = []
     global_batch: int | None = Field(None, ge=1)
+    checkpoint_every_s: float | None = Field(None, ge=0, description="None: the catalog's default; 0: at the end")
+    eval_share: float | None = Field(None, ge=0, lt=1, description="None: the catalog's default")
 
 
 class Option(BaseModel):
@@ -52,13 +54,20 @@ class Option(BaseModel):
     checkpointing: bool
     pricing: Literal["on-demand", "spot"]
     step_time_s: NonNegative
-    total_time_s: NonNegative
+    total_time_s: NonNegative = Field(description="the whole run: start-up, steps, evaluation and checkpoints")
+    startup_s: NonNegative = Field(0.0, description="provisioning, setup and initialisation")
+    checkpoint_s: NonNegative = Field(0.0, description="all checkpoint writes")
+    eval_s: NonNegative = 0.0
+    input_bound: bool = Field(False, description="the host's input pipeline holds the devices back")
+    owned: bool = Field(False, description="owned machines at an amortized price, not rented")
+    price_as_of: str | None = Field(None, description="when the instance's price was read (ISO date)")
     cost_usd: NonNegative
     usd_per_hour: NonNegative = Field(description="all nodes together")
     steps: NonNegative
     micro_batch: Whole
     accumulation: Whole
     global_batch: Whole
+    global_batch_reason: str | None = Field(None, description="why the global batch differs from the one asked")
     mfu: NonNegative
     memory_bytes: NonNegative
     memory_capacity_bytes: NonNegative | None = None
@@ -127,6 +136,9 @@ class Question(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     profile: str
+    global_batch: int | None = Field(None, description="samples per step every option trains at")
+    global_batch_source: str = Field("", description="where it came from: --global-batch, the model file, ...")
+    global_batch_detail: str = ""
     profile_sha256: str
     parameters: Count
     workload: dict[Literal["samples", "epochs", "steps", "tokens"], Positive]

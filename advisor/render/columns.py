@@ -10,7 +10,6 @@ wrapped. `wide=True` shows every column at its full width (`--wide`). JSON and Y
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -67,15 +66,13 @@ def _natural(cols: Sequence[Col], rows: Sequence[Sequence[object]]) -> list[int]
 
 
 def _word_width(cols: Sequence[Col], rows: Sequence[Sequence[object]], widths: list[int]) -> list[int]:
-    """Widths for choosing what to drop: a wrapping column as wide as half its rows need (the others wrap),
-    and never narrower than its longest word."""
+    """Widths for choosing what to drop: a wrapping column as narrow as its longest word (its cells wrap at
+    spaces), so that a column which tells rows apart (precision, strategy) wraps rather than disappears."""
     out = list(widths)
     for i, col in enumerate(cols):
         if col.wrap and rows:
             words = [len(w) for text in (col.header, *(_plain(r[i]) for r in rows)) for w in text.split()]
-            cells = sorted(max(map(len, _plain(r[i]).splitlines() or [""])) for r in rows)
-            median = cells[max(0, math.ceil(0.5 * len(cells)) - 1)]
-            out[i] = min(widths[i], max(median, col.min_width, *words))
+            out[i] = min(widths[i], max(col.min_width, *words))
     return out
 
 

@@ -488,3 +488,15 @@ def test_user_error_type_is_the_one_error():
     # every refusal above is a UserError: the library raises it, only the CLI turns it into exit code 2
     with pytest.raises(UserError):
         io.read_bytes(Path("/dev/zero"))
+
+
+def test_every_dtype_the_profiler_records_is_known_to_the_profile_reader():
+    # the profile reader refuses unknown dtypes, so each torch dtype's recorded name must be in the vocabulary
+    import torch
+
+    from advisor.profiler.counter import dtype_name
+    from advisor.vocab import RECORDED_DTYPES
+
+    dtypes = {getattr(torch, n) for n in dir(torch) if isinstance(getattr(torch, n), torch.dtype)}
+    missing = sorted({dtype_name(d) for d in dtypes} - set(RECORDED_DTYPES))
+    assert not missing, f"add to advisor.vocab.RECORDED_DTYPES: {missing}"

@@ -35,6 +35,33 @@ DTYPE_BYTES: dict[str, float] = {
 _DTYPE_ALIASES = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_e4m3fnuz": "fp8", "fp8_e5m2fnuz": "fp8"}
 
 
+# Every dtype spelling a profile's op record may carry: the profiler's names of torch's dtypes (the catalog
+# dtypes, fp8 variants, integers, bool, complex and quantized types; only the first have catalog peaks).
+RECORDED_DTYPES: tuple[str, ...] = (
+    *DTYPES,
+    *_DTYPE_ALIASES,
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn_x2",
+    *(f"{u}int{n}" for u in ("", "u") for n in (1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64) if f"{u}int{n}" != "int8"),
+    "bool",
+    "complex32",
+    "complex64",
+    "complex128",
+    "qint8",
+    "qint32",
+    "quint8",
+    "quint4x2",
+    "quint2x4",
+    "bits1x8",
+    "bits2x4",
+    "bits4x2",
+    "bits8",
+    "bits16",
+)
+
+
 def canonical_dtype(name: str) -> str:
     """The catalog dtype an op's recorded dtype computes in ('fp8_e4m3' -> 'fp8'); other names unchanged
     (integer and bool dtypes have no catalog peak: the roofline runs them on the fp32 vector units)."""
@@ -80,6 +107,14 @@ OPTIMIZERS: tuple[str, ...] = ("adamw", "adam", "sgd")
 OPTIMIZER_STATES: dict[str, int] = {"adamw": 2, "adam": 2, "sgd": 1}
 # Where a model is profiled: the local GPU or CPU (auto picks), or meta (counts without memory).
 PROFILE_DEVICES: tuple[str, ...] = ("auto", "cuda", "cpu", "meta")
+
+# ---- where a model comes from ----
+# file: a model file; shipped: a reference model file in profiles/models/; the others build a library's model
+# by name or from its configuration (hf:ID or hf:PATH/config.json, timm:NAME, torchvision:NAME).
+MODEL_SOURCES: tuple[str, ...] = ("file", "shipped", "hf", "timm", "torchvision")
+ModelSourceKind = Literal[MODEL_SOURCES]
+# The Hugging Face tasks `advisor profile hf:...` builds a model for (a head and a loss each).
+HF_TASKS: tuple[str, ...] = ("causal-lm", "masked-lm", "seq-cls", "image-cls")
 
 
 def check_choice(value: str | None, choices: tuple[str, ...], option: str) -> None:

@@ -13,9 +13,8 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import FormatOpt, note
+from advisor.cli.common import FormatOpt, check_files, note, require_torch
 from advisor.errors import UserError
-from advisor.io import check_writable
 from advisor.render.output import Format, emit
 
 DEVICES = ("cpu", "cuda")
@@ -93,12 +92,12 @@ def register(app: typer.Typer) -> None:
         fmt: FormatOpt = Format.table,
     ) -> None:
         """Measure matmul, memory bandwidth, vector ops and per-op overhead of this machine (about a minute)."""
+        require_torch("calibrate")
         if device not in DEVICES:
             raise UserError(f"unknown --device {device!r}", "use cpu or cuda")
         if threads is not None and threads < 1:
             raise UserError(f"--threads must be at least 1, got {threads}")
-        if output is not None:
-            check_writable(output, "calibration")
+        check_files({"--output": output})
         import torch
 
         from advisor.calibration import overlay, session

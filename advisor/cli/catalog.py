@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, note
+from advisor.cli import complete
+from advisor.cli.common import CatalogOpt, FormatOpt, WideOpt, note
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
 
@@ -29,10 +30,17 @@ def load(catalog_paths: list[Path] | None):
 @app.command("list")
 def list_cmd(
     what: Annotated[str, typer.Argument(help="devices, instances or all.")] = "all",
-    kind: Annotated[str | None, typer.Option(help="Only this device kind: cpu, gpu, tpu, accelerator.")] = None,
-    provider: Annotated[str | None, typer.Option(help="Only instances of this provider (aws, gcp, …).")] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(help="Only this device kind: cpu, gpu, tpu, accelerator.", autocompletion=complete.kind),
+    ] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option(help="Only instances of this provider (aws, gcp, …).", autocompletion=complete.provider),
+    ] = None,
     catalog: CatalogOpt = None,
     fmt: FormatOpt = Format.table,
+    wide: WideOpt = False,
 ) -> None:
     """List catalog devices and instances with their key figures, sources and dates."""
     from advisor.render import catalog_tables as tables
@@ -61,12 +69,17 @@ def list_cmd(
         data["devices"] = devices
     if what in ("instances", "all"):
         data["instances"] = instances
-    emit(data, fmt, lambda: tables.print_lists(cat, data.get("devices"), data.get("instances")))
+    emit(data, fmt, lambda: tables.print_lists(cat, data.get("devices"), data.get("instances"), wide))
 
 
 @app.command("show")
 def show_cmd(
-    name: Annotated[str, typer.Argument(help="A device or instance: 'h100', 'H100 SXM', 'p5.48xlarge'.")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="A device or instance: 'h100', 'H100 SXM', 'p5.48xlarge'.", autocompletion=complete.hardware
+        ),
+    ],
     catalog: CatalogOpt = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
@@ -124,11 +137,11 @@ def import_skypilot_cmd(
     """Turn SkyPilot price catalogs into an advisor instance overlay (prices, spot prices, regions, dated)."""
     import datetime as dt
 
-    from advisor.catalog.skypilot import import_paths, write_overlay
-    from advisor.io import check_writable
+    from advisor.catalog.skypilot import find_csvs, import_paths, write_overlay
+    from advisor.cli.common import check_files
     from advisor.render import catalog_tables as tables
 
-    check_writable(output, "overlay")
+    check_files({"--output": output}, {"the SkyPilot catalog": find_csvs(paths)}, catalog)
     try:
         date = dt.date.fromisoformat(as_of) if as_of else None
     except ValueError:

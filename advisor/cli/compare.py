@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt
+from advisor.cli.common import CatalogOpt, CheckpointEvery, EvalShare, FormatOpt, ProfileArg, WideOpt
 from advisor.cli.recommend import (
     Budget,
     Deadline,
@@ -21,6 +22,7 @@ from advisor.cli.recommend import (
     Steps,
     Tokens,
     build_question,
+    check_outputs,
 )  # fmt: skip
 from advisor.render.output import Format, emit
 
@@ -28,7 +30,7 @@ from advisor.render.output import Format, emit
 def register(app: typer.Typer) -> None:
     @app.command("compare")
     def compare_cmd(
-        profile: Annotated[str, typer.Argument(help="A profile YAML, or the name of a shipped profile.")],
+        profile: ProfileArg,
         samples: Samples = None,
         epochs: Epochs = None,
         steps: Steps = None,
@@ -41,17 +43,31 @@ def register(app: typer.Typer) -> None:
         pricing: Pricing = "on-demand",
         precision: Precision = None,
         global_batch: GlobalBatch = None,
+        checkpoint_every: CheckpointEvery = None,
+        eval_share: EvalShare = None,
+        plot: Annotated[
+            Path | None,
+            typer.Option(help="Draw time and cost of each kind's best option side by side (PNG; needs matplotlib)."),
+        ] = None,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
+        wide: WideOpt = False,
     ) -> None:
         """The best CPU, GPU, TPU and other-accelerator option for PROFILE side by side, in hours and dollars:
         do I need a GPU for this?"""
+        check_outputs(profile, catalog, plot=plot)
         cat, prof, workload, constraints = build_question(
             profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, None,
-            max_devices, pricing, precision, global_batch, catalog,
+            max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share,
         )  # fmt: skip
         from advisor.recommender.compare import compare
         from advisor.render.recommend_tables import print_comparison
 
         result = compare(prof, cat, workload, constraints)
-        emit(result, fmt, lambda: print_comparison(result))
+        if plot is not None:
+            from advisor.cli.common import note
+            from advisor.render.plots import comparison_png
+
+            comparison_png(result, plot)
+            note(f"comparison plot written to {plot}")
+        emit(result, fmt, lambda: print_comparison(result, wide))

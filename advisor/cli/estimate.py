@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_plot, plot_roofline
+from advisor.cli import complete
+from advisor.cli.common import (
+    EXIT_DOES_NOT_FIT,
+    CatalogOpt,
+    CheckpointEvery,
+    EvalShare,
+    FormatOpt,
+    PlotOpt,
+    ProfileArg,
+    check_files,
+    check_plot,
+    parse_run_options,
+    plot_roofline,
+)
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
 from advisor.vocab import check_choice
@@ -20,17 +34,23 @@ def parse_workload(samples: str | None, epochs: float | None, steps: str | None,
     def count(value: str | None, what: str) -> float | None:
         return None if value is None else units.parse_positive(value, "count", what)
 
-    if epochs is not None and epochs <= 0:
-        raise UserError(f"--epochs must be positive, got {epochs:g}")
+    if epochs is not None and not (math.isfinite(epochs) and epochs > 0):
+        raise UserError(f"--epochs must be a positive number, got {epochs:g}", "e.g. --epochs 90")
     return count(samples, "--samples"), epochs, count(steps, "--steps"), count(tokens, "--tokens")
 
 
 def register(app: typer.Typer) -> None:
     @app.command("estimate")
     def estimate_cmd(
-        profile: Annotated[str, typer.Argument(help="A profile YAML, or the name of a shipped profile.")],
+        profile: ProfileArg,
         hardware: Annotated[
-            str, typer.Option("--hardware", "-H", help="A device ('h100') or an instance ('p5.48xlarge').")
+            str,
+            typer.Option(
+                "--hardware",
+                "-H",
+                help="A device ('h100') or an instance ('p5.48xlarge').",
+                autocompletion=complete.hardware,
+            ),
         ],
         count: Annotated[
             int | None, typer.Option(help="Devices per node (default: all of the instance's; 1 for a device).")
@@ -52,6 +72,8 @@ def register(app: typer.Typer) -> None:
         steps: Annotated[str | None, typer.Option(help="Optimizer steps.")] = None,
         tokens: Annotated[str | None, typer.Option(help="Training tokens ('10B'); needs a token model.")] = None,
         pricing: Annotated[str, typer.Option(help="on-demand or spot.")] = "on-demand",
+        checkpoint_every: CheckpointEvery = None,
+        eval_share: EvalShare = None,
         catalog: CatalogOpt = None,
         plot: PlotOpt = None,
         fmt: FormatOpt = Format.table,
@@ -67,6 +89,8 @@ def register(app: typer.Typer) -> None:
             if value is not None and value < 1:
                 raise UserError(f"{option} must be at least 1, got {value}")
         work = parse_workload(samples, epochs, steps, tokens)
+        run = parse_run_options(checkpoint_every, eval_share)
+        check_files({"--plot": plot}, {"the profile": api.find_profile(profile)}, catalog)
         check_plot(plot)
         cat = api.catalog(catalog)
         prof = api.profile_from(profile)
@@ -86,9 +110,12 @@ def register(app: typer.Typer) -> None:
             tokens=work[3],
             spot=pricing == "spot",
             cat=cat,
+            run=run,
         )
-        from advisor.render.estimate_tables import print_estimate
+        from advisor.render.estimate_tables import estimate_view, print_estimate
 
         if plot is not None:
             plot_roofline(plot, prof, cat.devices[est.device], cat, est.config.precision, est.micro_batch)
-        emit(est, fmt, lambda: print_estimate(est, prof.name))
+        emit(estimate_view(est), fmt, lambda: print_estimate(est, prof.name))
+        if not est.fits:
+            raise SystemExit(EXIT_DOES_NOT_FIT)

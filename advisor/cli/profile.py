@@ -1,4 +1,5 @@
-"""`advisor profile MODEL.py`: count one training step of a model and save its profile.
+"""`advisor profile MODEL`: count one training step of a model and save its profile. MODEL is a model file, a
+shipped model's name, hf:ID or hf:PATH/config.json, timm:NAME or torchvision:NAME (advisor/profiler/sources/).
 
 torch is imported inside the command only, so that `advisor --help` stays fast.
 """
@@ -6,14 +7,34 @@ torch is imported inside the command only, so that `advisor --help` stays fast.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_plot, note, plot_roofline
+from advisor.cli import complete
+from advisor.cli.common import (
+    DEFAULT_TIMEOUT_S,
+    CatalogOpt,
+    FormatOpt,
+    PlotOpt,
+    SeqLenOpt,
+    TaskOpt,
+    TimeoutOpt,
+    TrustRemoteCodeOpt,
+    WideOpt,
+    check_default_output,
+    check_files,
+    check_plot,
+    check_timeout,
+    note,
+    plot_roofline,
+    require_torch,
+)
 from advisor.errors import UserError
 from advisor.io import check_writable
+from advisor.profiler.sources import SPEC_HELP
 from advisor.render.output import Format, emit
 from advisor.vocab import OPTIMIZERS, PRECISIONS, PROFILE_DEVICES, check_choice
 
@@ -44,12 +65,16 @@ def summary(profile: Any, path: Path | None) -> dict:
     return {
         "profile": str(path) if path else None,
         "name": profile.name,
+        "made_from": profile.made_from(),
+        "source": profile.source.model_dump(exclude_none=True) if profile.source else None,
         "device": profile.device,
         "precision": profile.precision,
         "optimizer": profile.optimizer,
         "batch_size": b,
         "parameters": profile.parameters,
         "tokens_per_sample": profile.tokens_per_sample,
+        "global_batch": profile.global_batch,
+        "global_batch_source": profile.global_batch_source,
         "linear_in_batch": profile.linear_in_batch,
         "flops": {ph: profile.flops(b, ph) for ph in ("forward", "backward", "optimizer")}
         | {"total": profile.flops(b)},
@@ -71,16 +96,16 @@ def summary(profile: Any, path: Path | None) -> dict:
     }
 
 
-def _table(data: dict) -> None:
-    from rich.console import Console
+def _table(data: dict, wide: bool = False) -> None:
     from rich.table import Table
 
+    from advisor.render.columns import make_console
     from advisor.units import fmt_bytes, fmt_count, fmt_duration
 
     def flops(x: float) -> str:
         return fmt_count(x) + "FLOP" if x >= 1000 else f"{x:.0f} FLOP"
 
-    con = Console()
+    con = make_console()
     t = Table(
         title=f"{data['name']}: batch {data['batch_size']}, {data['precision']}, {data['optimizer']}, "
         f"on {data['device']}",
@@ -107,27 +132,54 @@ def _table(data: dict) -> None:
         if data["memory"].get(key) is not None:
             m.add_row(label, fmt_bytes(data["memory"][key]))
     con.print(m)
+    from advisor.render.columns import Col, print_table, tail
+
+    cols = (
+        Col("op", shorten=tail, min_width=12),
+        Col("phase", priority=3),
+        Col("module", priority=2, shorten=tail, min_width=10),
+        Col("dtype", priority=4),
+        Col("calls", priority=5, right=True, keep=True),
+        Col("FLOPs", right=True, keep=True),
+        Col("bytes", right=True, keep=True),
+    )
     for key, title in (("top_by_flops", "top ops by FLOPs"), ("top_by_bytes", "top ops by bytes")):
-        o = Table(title=title)
-        for col in ("op", "phase", "module", "dtype", "calls", "FLOPs", "bytes"):
-            o.add_column(col, justify="right" if col in ("calls", "FLOPs", "bytes") else "left")
-        for r in data[key]:
-            o.add_row(
-                r["op"],
+        rows = [
+            [
+                r["op"].removeprefix("aten."),
                 r["phase"],
                 r["module"] or "-",
                 r["dtype"],
                 str(r["count"]),
                 flops(r["flops"]),
                 fmt_bytes(r["bytes"]),
-            )
-        con.print(o)
+            ]
+            for r in data[key]
+        ]
+        print_table(con, f"{title} (aten ops)", cols, rows, wide)
     extra = f"parameters {fmt_count(data['parameters'])}"
     if data["tokens_per_sample"]:
         extra += f", {data['tokens_per_sample']} tokens per sample"
+    if data["global_batch"]:
+        extra += f", global batch {data['global_batch']:,} (GLOBAL_BATCH)"
     if data["step_time_s"]:
         extra += f", measured step {fmt_duration(data['step_time_s'])}"
     con.print(extra + (f"; profile written to {data['profile']}" if data["profile"] else ""))
+    con.print(f"made from {data['made_from']}", soft_wrap=True, highlight=False)
+
+
+def default_output(name: str) -> Path:
+    """./profiles/NAME.yaml under the working folder; never advisor's own shipped profiles (an editable
+    install run from the repository would otherwise write a user's profile among the reference ones)."""
+    from advisor.api import shipped_profiles_dir
+
+    path = Path.cwd() / "profiles" / f"{name}.yaml"
+    if path.parent.resolve() == shipped_profiles_dir().resolve():
+        raise UserError(
+            f"the default output folder {path.parent} is advisor's shipped profiles folder",
+            "give -o PATH (or run from another folder); reference profiles are made by profiles/regenerate.py",
+        )
+    return path
 
 
 class _Progress:
@@ -167,11 +219,11 @@ class _Progress:
 def register(app: typer.Typer) -> None:
     @app.command("profile")
     def profile_cmd(
-        model: Annotated[
-            Path,
-            typer.Argument(help="Model file (Python, executed) defining build_model() and example_batch(batch_size)."),
-        ],
-        batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Samples per step.")] = 8,
+        model: Annotated[str, typer.Argument(help=f"What to profile: {SPEC_HELP}.", autocompletion=complete.model)],
+        batch_size: Annotated[
+            int | None,
+            typer.Option("--batch-size", "-b", help="Samples per step (default: a shipped model's own, else 8)."),
+        ] = None,
         device: Annotated[
             str,
             typer.Option(
@@ -182,43 +234,59 @@ def register(app: typer.Typer) -> None:
         optimizer: Annotated[
             str | None, typer.Option(help="adamw, adam or sgd (default: the file's make_optimizer, else adamw).")
         ] = None,
-        name: Annotated[str | None, typer.Option(help="Profile name (default: the model file's name).")] = None,
+        name: Annotated[str | None, typer.Option(help="Profile name (default: the model's name).")] = None,
         output: Annotated[
             Path | None,
-            typer.Option("--output", "-o", help="Where to write the profile (default: profiles/NAME.yaml)."),
+            typer.Option(
+                "--output", "-o", help="Where to write the profile (default: ./profiles/NAME.yaml in this folder)."
+            ),
         ] = None,
         plot: PlotOpt = None,
         plot_hardware: Annotated[
             str | None,
             typer.Option(
+                autocompletion=complete.hardware,
                 help="Device or instance whose roofline --plot draws (default: the profiling device, when the "
-                "catalog knows it)."
+                "catalog knows it).",
             ),
         ] = None,
+        task: TaskOpt = None,
+        seq_len: SeqLenOpt = None,
+        trust_remote_code: TrustRemoteCodeOpt = False,
         catalog: CatalogOpt = None,
+        timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
         fmt: FormatOpt = Format.table,
+        wide: WideOpt = False,
     ) -> None:
-        """Count FLOPs, bytes and memory of one training step of MODEL.py and save its profile."""
+        """Count FLOPs, bytes and memory of one training step of MODEL and save its profile."""
+        check_timeout(timeout)
+        require_torch("profile")
         check_choice(device, PROFILE_DEVICES, "--device")
         check_choice(precision, PRECISIONS, "--precision")
         check_choice(optimizer, OPTIMIZERS, "--optimizer")
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise UserError(f"--batch-size must be at least 1, got {batch_size}")
-        if not model.is_file():
-            raise UserError(
-                f"model file {model} does not exist" if not model.exists() else f"{model} is not a file",
-                "give the path of a .py model file",
-            )
-        path = output or Path("profiles") / f"{name or model.stem}.yaml"
+        given = Path(model) if Path(model).exists() else None  # a model file (hf: and the like name none)
+        check_files({"--output": output, "--plot": plot}, {"the model file": given}, catalog if plot else False)
+        from advisor.profiler.model_file import user_code
+        from advisor.profiler.sources import resolve
+
+        started = time.monotonic()  # one limit for all of the model's code
+        with user_code(model, timeout, started):  # a model file's own top-level code runs here
+            mf = resolve(model, task=task, seq_len=seq_len, trust_remote_code=trust_remote_code)
+        batch_size = batch_size or getattr(mf, "default_batch_size", None) or 8
+        path = output or default_output(name or getattr(mf, "name", "") or mf.path.stem)
         if output is None and not path.parent.exists():
             check_writable(path.parent, "profile")  # profiles/ will be created in a writable folder
-        else:
-            check_writable(path, "profile")
+        else:  # again now that the model file is known (a shipped name's file; the default path)
+            if output is None:
+                check_default_output(path)  # never over a file advisor did not write
+            check_files({"--output" if output else "the profile": path, "--plot": plot}, {"the model file": mf.path})
         check_plot(plot)
         if plot is not None and plot_hardware is None and device == "meta":
             raise UserError(
                 "--plot on the meta device needs --plot-hardware NAME (meta has no roofline)",
-                "e.g. --plot-hardware h100",
+                "e.g. --plot-hardware h100-sxm",
             )
         if plot is not None and plot_hardware is not None:
             from advisor import api
@@ -230,8 +298,8 @@ def register(app: typer.Typer) -> None:
         from advisor.profiler.schema import save_profile
 
         try:
-            with _Progress() as tick:
-                prof = profile_model(model, batch_size, device, precision, optimizer, name, tick=tick)
+            with _Progress() as tick, user_code(model, timeout, started):
+                prof = profile_model(mf, batch_size, device, precision, optimizer, name, tick=tick)
         except InternalError as exc:
             raise RuntimeError(str(exc)) from exc
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -246,7 +314,7 @@ def register(app: typer.Typer) -> None:
         if plot is not None:
             _plot(plot, prof, plot_hardware, catalog)
         data = summary(prof, path)
-        emit(data, fmt, lambda: _table(data))
+        emit(data, fmt, lambda: _table(data, wide))
 
 
 def _plot(path: Path, prof: Any, hardware: str | None, catalog: list[Path] | None) -> None:

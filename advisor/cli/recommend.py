@@ -12,9 +12,19 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, note
+from advisor.cli import complete
+from advisor.cli.common import (
+    CatalogOpt,
+    CheckpointEvery,
+    EvalShare,
+    FormatOpt,
+    ProfileArg,
+    WideOpt,
+    check_files,
+    note,
+    parse_run_options,
+)
 from advisor.errors import UserError
-from advisor.io import check_writable
 from advisor.render.output import Format, emit
 
 WORKLOAD_HELP = "Dataset size in samples ('1.28M'), with --epochs."
@@ -40,6 +50,8 @@ def build_question(
     precision: str | None,
     global_batch: int | None,
     catalog_paths,
+    checkpoint_every: str | None = None,
+    eval_share: float | None = None,
 ):
     """Parse and check everything the user typed: (catalog, profile, workload, constraints). Raises UserError."""
     from advisor import api, units
@@ -57,6 +69,7 @@ def build_question(
         raise UserError(f"--max-devices must be at least 1, got {max_devices}")
     if global_batch is not None and global_batch < 1:
         raise UserError(f"--global-batch must be at least 1, got {global_batch}")
+    run = parse_run_options(checkpoint_every, eval_share)
     work = parse_workload(samples, epochs, steps, tokens)
     workload = Workload(samples=work[0], epochs=work[1], steps=work[2], tokens=work[3])
     if workload.empty():
@@ -82,14 +95,19 @@ def build_question(
         pricing=pricing,
         precisions=precisions,
         global_batch=global_batch,
+        checkpoint_every_s=run.checkpoint_every_s,
+        eval_share=run.eval_share,
     )
     return cat, prof, workload, constraints
 
 
-def check_outputs(**paths: Path | None) -> None:
-    for what, path in paths.items():
-        if path is not None:
-            check_writable(path, f"--{what}")
+def check_outputs(profile: str, catalog, **paths: Path | None) -> None:
+    """Before any work: the outputs can be written and none is an input (the profile, a catalog overlay)."""
+    from advisor import api
+
+    check_files(
+        {f"--{what}": path for what, path in paths.items()}, {"the profile": api.find_profile(profile)}, catalog
+    )
     if paths.get("plot") is not None:
         from advisor.render.plots import require_matplotlib
 
@@ -106,9 +124,16 @@ Objective = Annotated[
     str | None,
     typer.Option(help="cost or time: what to minimize (default: cost, or time with only a --budget)."),
 ]
-Providers = Annotated[str | None, typer.Option(help="Only these providers, comma separated: aws,gcp,lambda.")]
+Providers = Annotated[
+    str | None,
+    typer.Option(help="Only these providers, comma separated: aws,gcp,lambda.", autocompletion=complete.provider_list),
+]
 Devices = Annotated[
-    str | None, typer.Option(help="Only these devices or kinds, comma separated: h100,a100 or gpu,tpu.")
+    str | None,
+    typer.Option(
+        help="Only these devices or kinds, comma separated: h100,a100 or gpu,tpu.",
+        autocompletion=complete.device_or_kind_list,
+    ),
 ]
 MaxDevices = Annotated[int, typer.Option(help="At most this many devices in all (nodes × per node).")]
 Pricing = Annotated[str, typer.Option(help="on-demand, spot or both.")]
@@ -118,14 +143,17 @@ Precision = Annotated[
 ]
 GlobalBatch = Annotated[
     int | None,
-    typer.Option(help="Samples per optimizer step over all devices (default: the profile's batch per device)."),
+    typer.Option(
+        help="Samples per optimizer step over all devices (default: the model file's GLOBAL_BATCH, else the "
+        "profiled batch)."
+    ),
 ]
 
 
 def register(app: typer.Typer) -> None:
     @app.command("recommend")
     def recommend_cmd(
-        profile: Annotated[str, typer.Argument(help="A profile YAML, or the name of a shipped profile.")],
+        profile: ProfileArg,
         samples: Samples = None,
         epochs: Epochs = None,
         steps: Steps = None,
@@ -143,17 +171,20 @@ def register(app: typer.Typer) -> None:
         export: Annotated[Path | None, typer.Option(help="Write the question and the answer as YAML.")] = None,
         skypilot: Annotated[Path | None, typer.Option(help="Write a SkyPilot task YAML for the winner.")] = None,
         plot: Annotated[Path | None, typer.Option(help="Draw the time-cost plane (PNG; needs matplotlib).")] = None,
+        checkpoint_every: CheckpointEvery = None,
+        eval_share: EvalShare = None,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
+        wide: WideOpt = False,
     ) -> None:
         """Rank every catalog configuration for training PROFILE: cheapest within a deadline, fastest within a
         budget, the Pareto front of time and cost; when nothing qualifies, why and what to relax."""
         if top < 1:
             raise UserError(f"--top must be at least 1, got {top}")
-        check_outputs(export=export, skypilot=skypilot, plot=plot)
+        check_outputs(profile, catalog, export=export, skypilot=skypilot, plot=plot)
         cat, prof, workload, constraints = build_question(
             profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, devices,
-            max_devices, pricing, precision, global_batch, catalog,
+            max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share,
         )  # fmt: skip
         from advisor.recommender.rank import recommend
 
@@ -161,7 +192,7 @@ def register(app: typer.Typer) -> None:
         write_outputs(rec, prof, cat, export, skypilot, plot)
         from advisor.render.recommend_tables import print_recommendation
 
-        emit(rec, fmt, lambda: print_recommendation(rec))
+        emit(rec, fmt, lambda: print_recommendation(rec, wide))
 
 
 def write_outputs(rec, prof, cat, export: Path | None, skypilot: Path | None, plot: Path | None) -> None:
@@ -176,8 +207,11 @@ def write_outputs(rec, prof, cat, export: Path | None, skypilot: Path | None, pl
         else:
             from advisor.render.skypilot import write_task
 
-            write_task(rec.options[0], prof, cat.devices[rec.options[0].device], skypilot)
-            note(f"SkyPilot task for rank 1 written to {skypilot} (launch: sky launch {skypilot})")
+            try:
+                write_task(rec.options[0], prof, cat.devices[rec.options[0].device], skypilot)
+                note(f"SkyPilot task for rank 1 written to {skypilot} (launch: sky launch {skypilot})")
+            except UserError as exc:  # SkyPilot cannot launch the winner: say why, write nothing
+                note(exc.line())
     if plot is not None:
         from advisor.render.plots import pareto_png
 

@@ -20,10 +20,20 @@ from pydantic import BaseModel, Field
 from advisor.catalog.schema import Catalog, Device, Efficiency, Instance
 from advisor.errors import UserError
 from advisor.estimator.bands import band_for, workload_kind
+from advisor.estimator.batch import FLAG, BatchPlan, GlobalBatch, plan_batch, resolve_global_batch, too_many_replicas
 from advisor.estimator.comm import Fabric, check_fabric, collective_parts, collective_time, fabric_for
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.memory import Memory, max_micro_batch, memory_for, repeated_blocks
 from advisor.estimator.roofline import host_bound, profile_times
+from advisor.estimator.runtime import (
+    InputPipeline,
+    RunCosts,
+    RunOptions,
+    feed_note,
+    input_pipeline,
+    run_costs,
+    runtime_of,
+)
 from advisor.profiler.schema import Profile
 from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, PARAM_BYTES
 
@@ -58,6 +68,8 @@ class Estimate(BaseModel):
     micro_batch: int
     accumulation: int
     global_batch: int
+    global_batch_source: str = Field("", description="where the global batch came from (advisor/estimator/batch.py)")
+    global_batch_reason: str | None = Field(None, description="why it differs from the one asked for (None: exact)")
     step_time_s: float
     phases: dict[str, Phase]
     compute_s: float
@@ -72,7 +84,11 @@ class Estimate(BaseModel):
         None, description="expected |error| of step_time_s (a fraction) from validation runs, see error_basis"
     )
     error_basis: str | None = None
+    fits: bool = Field(True, description="false: the run does not fit in memory, so it has no time or cost")
+    to_fit: list[str] = Field([], description="when it does not fit: changes that would make it fit")
+    input: InputPipeline | None = Field(None, description="the host's image pipeline, for image models")
     steps: float | None = None
+    run: RunCosts | None = Field(None, description="the whole run: start-up, steps, evaluation, checkpoints")
     total_time_s: float | None = None
     node_usd_per_hour: float | None = None
     cost_usd: float | None = None
@@ -201,52 +217,55 @@ def scaled_device(device: Device, factor: float) -> Device:
     )
 
 
-def _batches(profile: Profile, config: Config, fit) -> tuple[int, int, int, list[str]]:
-    """(micro-batch, accumulation, global batch, notes). Without --global-batch each device takes
-    --micro-batch, else the profile's batch size. The micro-batch is the largest that fits, then evened out so that the
-    accumulation steps pad the global batch as little as possible."""
-    world, notes = config.world, []
-    if config.global_batch is not None and config.global_batch < world:
+def _batches(profile: Profile, config: Config, fit) -> tuple[BatchPlan, list[str], GlobalBatch]:
+    """(how the global batch is split, notes, where the global batch came from): the global batch
+    is resolved (advisor/estimator/batch.py), then split over the data-parallel replicas by `plan_batch`
+    with the largest micro-batch that fits (`fit(limit)`) unless --micro-batch fixes it."""
+    world = config.world
+    gb = resolve_global_batch(profile, config.global_batch, config.micro_batch, world)
+    if too_many_replicas(gb.samples, world):
+        where = "" if gb.source == FLAG else f" ({gb.source})"
         raise UserError(
-            f"--global-batch {config.global_batch} is smaller than the {world} devices (each needs a sample)",
+            f"global batch {gb.samples}{where} is smaller than the {world} data-parallel devices (each needs a sample)",
             f"use --global-batch {world} or more, or fewer devices",
         )
-    if config.global_batch:
-        per_device = math.ceil(config.global_batch / world)
-    else:  # the micro-batch asked for, else the batch the model was profiled at, on every device
-        per_device = config.micro_batch or profile.batch_size
-    if config.micro_batch is not None:
-        if config.micro_batch > per_device:
-            raise UserError(
-                f"contradictory batch: micro-batch {config.micro_batch} × {world} devices is more than "
-                f"the global batch {config.global_batch or per_device * world}",
-                "lower --micro-batch or raise --global-batch",
-            )
-        micro = config.micro_batch
-    else:
-        micro = fit(per_device)
-    accum = math.ceil(per_device / micro)
-    if config.micro_batch is None:
-        micro = math.ceil(per_device / accum)  # same accumulation, least padding
-    global_batch = micro * accum * world
-    asked = config.global_batch or per_device * world
-    if global_batch != asked:
-        notes.append(f"global batch {asked} runs as {global_batch} (micro-batch {micro} × {accum} × {world})")
-    if accum > 1:
-        notes.append(f"per-device batch {per_device} does not fit: micro-batch {micro}, {accum} accumulation steps")
-    return micro, accum, global_batch, notes
+    per_device = -(-gb.samples // world)
+    if config.micro_batch is not None and config.micro_batch > per_device:
+        raise UserError(
+            f"contradictory batch: micro-batch {config.micro_batch} × {world} devices is more than "
+            f"the global batch {gb.samples}",
+            "lower --micro-batch or raise --global-batch",
+        )
+    max_micro = config.micro_batch or fit(per_device)
+    plan = plan_batch(gb.samples, world, max_micro, config.micro_batch)
+    notes = [gb.describe()]
+    if plan.reason:
+        notes.append(f"global batch {gb.samples} runs as {plan.global_batch}: {plan.reason}")
+    if plan.accumulation > 1:
+        notes.append(
+            f"micro-batch {plan.micro_batch} × {plan.accumulation} accumulation steps × {world} devices"
+            + ("" if config.micro_batch else f" (the largest micro-batch that fits is {max_micro})")
+        )
+    return plan, notes, gb
 
 
 def estimate(
-    profile, catalog: Catalog, config: Config, workload: Workload | None = None, cache: dict | None = None
+    profile,
+    catalog: Catalog,
+    config: Config,
+    workload: Workload | None = None,
+    cache: dict | None = None,
+    run: RunOptions | None = None,
 ) -> Estimate:
     """One configuration. `cache` (any dict, reused across calls for the same profile) memoizes the per-op
     roofline by (device, efficiency, precision, micro-batch), which is most of the work when many
-    configurations share a device (the recommender)."""
+    configurations share a device (the recommender). `run` sets the checkpoint interval and evaluation
+    share (advisor/estimator/runtime.py); a workload's total time includes the run's fixed costs. A
+    configuration that does not fit in memory gets no total time and no cost."""
     device = catalog.devices[config.device]
     eff = catalog.efficiency[device.efficiency]
     instance = catalog.instances.get(config.instance) if config.instance else None
-    check_precision(device, config.precision)
+    _memo(cache, ("precision", device.id, config.precision), lambda: check_precision(device, config.precision) or 1)
     assumptions: list[str] = []
     share = host_share(device, instance)
     if share != 1.0:
@@ -262,9 +281,20 @@ def estimate(
         blocks = repeated_blocks(profile)
         if cache is not None:
             cache[("blocks",)] = blocks
-    micro, accum, global_batch, notes = _batches(
-        profile, config, lambda limit: max_micro_batch(profile, config, device, eff, instance, limit, blocks)
+    # memory depends on the device, the host memory share of a CPU, precision, sharding and checkpointing only
+    shard = config.world if config.strategy == "fsdp" else min(config.world, 2)
+    mem_key = ("memory", device.id, config.instance if device.memory_bytes is None else None, config.precision)
+    mem_key += (config.strategy, shard, config.checkpointing)
+    plan, notes, gb = _batches(
+        profile,
+        config,
+        lambda limit: _memo(
+            cache,
+            (*mem_key, "fit", limit),
+            lambda: max_micro_batch(profile, config, device, eff, instance, limit, blocks),
+        ),
     )
+    micro, accum, global_batch = plan.micro_batch, plan.accumulation, plan.global_batch
     assumptions += notes
     key = (device.id, eff.id, config.precision, micro, share)
     phases = cache.get(key) if cache is not None else None
@@ -277,6 +307,10 @@ def estimate(
     opt_s = opt.seconds / (config.world if config.strategy == "fsdp" else 1)
     comm = _comm(profile, config, fabric, phases, accum)
     step = accum * compute_pass + opt_s + comm.exposed_s
+    feed = input_pipeline(profile, runtime_of(catalog), device, instance, config, global_batch, step)
+    if feed is not None and feed.wait_s > 0:
+        step += feed.wait_s
+        assumptions.append(feed_note(feed, global_batch))
     parts = [fwd, bwd] + ([fwd] if config.checkpointing else [])
     opt_share = opt_s / opt.seconds if opt.seconds else 1.0
     compute_s = accum * sum(p.compute_s for p in parts) + opt.compute_s * opt_share
@@ -288,9 +322,11 @@ def estimate(
     peak = peak or device.peak("fp32", "vector")
     mfu = model_flops / (step * world * peak) if step > 0 else 0.0
     single = accum * compute_pass + opt_s  # the same per-device work without communication
-    memory = memory_for(profile, config, device, eff, instance, micro, blocks)
+    memory = _memo(cache, (*mem_key, micro), lambda: memory_for(profile, config, device, eff, instance, micro, blocks))
     if not memory.fits:
-        assumptions.append("does NOT fit in memory: try --checkpointing, --strategy fsdp or more devices")
+        assumptions.append(
+            "does NOT fit in memory: no total time or cost (advisor/estimator/fit.py says what would fit)"
+        )
     shown = dict(phases)
     if config.checkpointing:
         shown = {"forward": fwd, "backward": bwd, "recompute": fwd, "optimizer": opt}
@@ -305,6 +341,8 @@ def estimate(
         micro_batch=micro,
         accumulation=accum,
         global_batch=global_batch,
+        global_batch_source=gb.source,
+        global_batch_reason=plan.reason,
         step_time_s=step,
         phases=shown,
         compute_s=compute_s,
@@ -315,7 +353,15 @@ def estimate(
         mfu=mfu,
         scaling_efficiency=single / step if step > 0 else 1.0,
         memory=memory,
-        assumptions=assumptions + _assumptions(device, eff, config, profile, fabric, peak, blocks),
+        fits=memory.fits,
+        input=feed,
+        assumptions=assumptions
+        + _memo(
+            cache,
+            ("assumptions", device.id, config.instance, config.precision, config.strategy, config.checkpointing)
+            + (config.devices_per_node > 1, config.nodes > 1),
+            lambda: _assumptions(device, eff, config, profile, fabric, peak, blocks),
+        ),
     )
     kind = cache.get(("kind",)) if cache is not None else None
     est.error_band, est.error_basis = band_for(catalog, device, eff, profile, kind)
@@ -324,7 +370,9 @@ def estimate(
     steps = steps_for(profile, workload, global_batch)
     if steps is not None:
         est.steps = steps
-        est.total_time_s = steps * step
+    if steps is not None and memory.fits:
+        est.run = run_costs(profile, catalog, device, instance, config, steps * step, run)
+        est.total_time_s = est.run.total_s
         if instance is not None:
             hourly = instance.hourly_usd(spot=config.spot)
             if hourly is None:
@@ -335,11 +383,22 @@ def estimate(
     return est
 
 
+def _memo(cache: dict | None, key: tuple, make):
+    """make() once per key when a cache is given (the recommender's), else every time."""
+    if cache is None:
+        return make()
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = make()
+    return value
+
+
 def _assumptions(
     device: Device, eff: Efficiency, config: Config, profile: Profile, fabric: Fabric, peak, blocks
 ) -> list[str]:
     dtype = COMPUTE_DTYPE[config.precision]
     out = [
+        f"profile {profile.name} made from {profile.made_from()}",
         f"datasheet: {device.name}: {dtype} matrix peak {peak / 1e12:.4g} TFLOP/s, memory bandwidth "
         f"{device.memory_bandwidth / 1e9:.4g} GB/s ({device.source}, as of {device.as_of})",
         f"efficiency profile {eff.id}: top matmul {eff.matrix[-1].efficiency:g}, top bandwidth "

@@ -1,6 +1,8 @@
 """Candidate configurations: every catalog instance × node count × precision × strategy × checkpointing.
 
-Node counts are 1, 2, 4, … up to the instance's `max_nodes` and the --max-devices cap. A node always uses
+Node counts are 1, 2, 4, … up to the instance's `max_nodes` and the --max-devices cap. Owned machines
+(on-prem, at amortized prices) take part only when --providers names their provider; devices marked
+`training: false` in the catalog (inference chips) never do. Both are counted as rejections. A node always uses
 all of its instance's devices (a CPU instance counts as one device, as `advisor estimate` does): one pays
 for the whole instance anyway. One device runs `single`; several run DDP or FSDP. Spot and on-demand share
 one estimate and differ only in price, so pricing is applied after estimating (see rank.py).
@@ -34,6 +36,7 @@ def default_precisions(device: Device) -> list[str]:
 
 
 KINDS = DEVICE_KINDS
+OWNED = "owned hardware (not rented; ask with --providers)"
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,13 @@ class Candidate:
     def label(self) -> str:
         ckpt = ", ckpt" if self.checkpointing else ""
         return f"{self.instance.id} ({self.nodes}×{self.per_node}, {self.precision}, {self.strategy}{ckpt})"
+
+
+def is_owned(catalog: Catalog, instance: Instance) -> bool:
+    """Owned machines at an amortized price: the provider says so (catalog `providers`), or, for a provider
+    without an entry, the instance's `amortized` flag."""
+    provider = catalog.providers.get(instance.provider)
+    return provider.owned if provider is not None else instance.amortized
 
 
 def devices_per_node(instance: Instance, device: Device) -> int:
@@ -148,6 +158,12 @@ def enumerate_candidates(
             continue
         if devices and device.id not in devices:
             rejected("device filter", instance.id, per_precision * len(wanted))
+            continue
+        if not device.training:
+            rejected("inference-only device", f"{instance.id} ({device.id})", per_precision * len(wanted))
+            continue
+        if is_owned(catalog, instance) and instance.provider not in (providers or []):
+            rejected(OWNED, instance.id, per_precision * len(wanted))
             continue
         if not counts:
             rejected("more devices than --max-devices", f"{instance.id} ({per_node} devices per node)", 1)

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING
 from advisor import units
 from advisor.catalog.schema import Catalog
 from advisor.errors import UserError
+from advisor.estimator.batch import resolve_global_batch, too_many_replicas
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.estimate import billed_cost, estimate
-from advisor.recommender.candidates import Candidate, enumerate_candidates
+from advisor.estimator.runtime import RunOptions
+from advisor.recommender.candidates import Candidate, enumerate_candidates, is_owned
 from advisor.recommender.explain import explain
 from advisor.recommender.fastpath import too_big
 from advisor.recommender.model import Constraints, Option, Question, Recommendation, Rejections, Row
@@ -44,9 +46,10 @@ def mark_pareto(options: list[Option]) -> list[Option]:
     return front
 
 
-def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constraints: Constraints) -> Row:
+def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constraints: Constraints, owned: bool) -> Row:
     m = est.memory
     inst = cand.instance
+    run = est.run
     return Row(
         rank=None,
         provider=inst.provider,
@@ -64,12 +67,19 @@ def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constra
         pricing=pricing,
         step_time_s=est.step_time_s,
         total_time_s=est.total_time_s,
+        startup_s=run.startup_s,
+        checkpoint_s=run.checkpoint_s,
+        eval_s=run.eval_s,
+        input_bound=est.input is not None and est.input.wait_s > 0,
+        owned=owned,
+        price_as_of=inst.as_of.isoformat(),
         cost_usd=cost,
         usd_per_hour=hourly * cand.nodes,
         steps=est.steps,
         micro_batch=est.micro_batch,
         accumulation=est.accumulation,
         global_batch=est.global_batch,
+        global_batch_reason=est.global_batch_reason,
         mfu=est.mfu,
         memory_bytes=m.total_bytes,
         memory_capacity_bytes=m.capacity_bytes,
@@ -105,6 +115,8 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
     def rejected(reason: str, example: str, configurations: int = 1) -> None:
         rejections.add(reason, example, n=configurations * weight)
 
+    gb = resolve_global_batch(profile, constraints.global_batch)
+    run = RunOptions(checkpoint_every_s=constraints.checkpoint_every_s, eval_share=constraints.eval_share)
     cache: dict = {}
     fits: dict = {}
     feasible: list[Row] = []
@@ -119,6 +131,11 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
         constraints.providers,
         constraints.devices,
     ):
+        if too_many_replicas(gb.samples, cand.world):
+            rejected(
+                "more replicas than the global batch", f"{cand.label()}: {cand.world} devices, {gb.samples} samples"
+            )
+            continue
         config = Config(
             device=cand.device.id,
             instance=cand.instance.id,
@@ -127,12 +144,12 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
             precision=cand.precision,
             strategy=cand.strategy,
             checkpointing=cand.checkpointing,
-            global_batch=constraints.global_batch,
+            global_batch=gb.samples,
         )
         try:
             eff = catalog.efficiency[cand.device.efficiency]
             overflow = too_big(profile, config, cand.device, eff, fits)
-            est = None if overflow is not None else estimate(profile, catalog, config, workload, cache)
+            est = None if overflow is not None else estimate(profile, catalog, config, workload, cache, run)
         except (UserError, ValueError) as exc:
             rejected("cannot estimate", f"{cand.label()}: {exc}")
             continue
@@ -161,7 +178,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
             cost = est.cost_usd if not spot and est.cost_usd is not None else None
             if cost is None:
                 cost = billed_cost(est.total_time_s, hourly, cand.nodes, cand.instance)
-            feasible.append(_row(cand, est, pricing, hourly, cost, constraints))
+            feasible.append(_row(cand, est, pricing, hourly, cost, constraints, is_owned(catalog, cand.instance)))
     return feasible, rejections, estimated, notes, closest
 
 
@@ -194,9 +211,13 @@ def recommend(
         devices |= {o.device for o in (explanation.fastest, explanation.cheapest) if o is not None}
     assumptions = list(dict.fromkeys(line for d in sorted(devices) for line in notes.get(d, {})))
     oldest, newest = catalog.as_of_range()
+    gb = resolve_global_batch(profile, constraints.global_batch)
     return Recommendation(
         question=Question(
             profile=profile.name,
+            global_batch=gb.samples,
+            global_batch_source=gb.source,
+            global_batch_detail=gb.detail,
             profile_sha256=profile.model_sha256,
             parameters=profile.parameters,
             workload=workload.model_dump(exclude_none=True),

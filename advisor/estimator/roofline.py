@@ -83,6 +83,9 @@ def overhead_for(eff: Efficiency, phase: str | None) -> float:
     return eff.phase_overhead_s.get(phase, eff.op_overhead_s) if phase else eff.op_overhead_s
 
 
+REUSE_CAP = 8e6  # bytes: data touched once per step is looked up as cold at this size, no larger
+# Optimizer-phase ops that only the first step runs (creating its state): a steady-state step has none.
+STATE_INIT = ("aten.zeros_like", "aten.zeros", "aten.empty_like", "aten.empty", "aten.full_like", "aten.clone")
 SCATTERS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
 CONV_FORWARD = ("aten.convolution", "aten._convolution")
 CONV_OPS = (*CONV_FORWARD, "aten.convolution_backward")
@@ -204,7 +207,9 @@ def profile_op_time(
     dtype = effective_dtype(op.dtype, op.category, profiled, precision)
     scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
     nbytes = (op.bytes_read.at(batch) + op.bytes_written.at(batch)) * scale
-    reuse = step_bytes if op.phase == "optimizer" else 0.0
+    # capped: past a few MB the memory curve measures fresh allocations (glibc maps each one anew), which an
+    # in-place update never makes
+    reuse = min(step_bytes, REUSE_CAP) if op.phase == "optimizer" else 0.0
     flops = op.flops.at(batch)
     extra = {}
     if op.op in SCATTERS and op.op in eff.op_curves:
@@ -240,6 +245,8 @@ def profile_times(profile: Profile, device: Device, eff: Efficiency, precision: 
     for op in profile.ops:
         if op.module in fused or any(op.module.startswith(m + ".") for m in fused):
             continue
+        if op.phase == "optimizer" and op.op in STATE_INIT:
+            continue  # the profiled step created the optimizer's state; steady-state steps do not
         out.append(
             (op.phase, profile_op_time(op, device, eff, profile.precision, precision, batch, moved, profile.batch_size))
         )

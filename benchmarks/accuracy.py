@@ -231,7 +231,8 @@ def markdown(all_rows: list[dict], metas: list[dict], info: dict) -> str:
     lines = [
         f"Measured on {cpu_name()} ({info['date']}, fp32, the models' own optimizers, median of 7 steps after 3; "
         f"benchmark wall time {info['wall_s']:.0f} s). The load column is the 1-minute load average when the "
-        "row was measured: rows above about 1.0 shared the machine with other work.",
+        "row was measured, the benchmark's own threads included: rows above about 1 (one thread) or 2 (two "
+        "threads) shared the machine with other work.",
         "",
     ]
     for meta in metas:

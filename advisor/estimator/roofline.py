@@ -48,7 +48,7 @@ def effective_dtype(op_dtype: str, category: str, profiled: str, target: str) ->
         return "bf16"
     if op_dtype in ("bf16", "fp16") and target in ("fp32", "tf32"):
         return "fp32"
-    if op_dtype in ("bf16", "fp16") and target in ("bf16-mixed", "fp16-mixed"):
+    if op_dtype in ("bf16", "fp16") and target in ("bf16-mixed", "fp16-mixed", "fp8-mixed"):
         return COMPUTE_DTYPE[target]
     return op_dtype
 
@@ -85,6 +85,19 @@ def overhead_for(eff: Efficiency, phase: str | None) -> float:
 CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution")
 
 
+def efficiency_source(eff: Efficiency, category: str, dtype: str, op: str | None = None) -> tuple:
+    """Where an op's compute η comes from: (constant η, None, None), or (None, matmul curve by FLOPs per call,
+    convolution curve by FLOPs per byte or None). `compute_efficiency` evaluates it for one call; the
+    estimator's op tables (advisor/estimator/passes.py) for many at once."""
+    if op in eff.op_efficiency:
+        return eff.op_efficiency[op], None, None
+    if category != "matrix":
+        return eff.vector, None, None
+    curve = eff.matrix_by_dtype.get(dtype) or eff.matrix_by_dtype.get("fp32" if dtype == "tf32" else "") or eff.matrix
+    conv = eff.conv_by_intensity if op in CONV_OPS else None
+    return None, curve, conv
+
+
 def compute_efficiency(
     eff: Efficiency,
     category: str,
@@ -96,15 +109,13 @@ def compute_efficiency(
     """η of a compute-bound op. A matmul-class op follows a matmul curve (the calibrated one of its dtype
     where there is one) even when it lands on the vector units, as fp32 GEMMs do on a CPU: its efficiency
     still grows with its size. Elementwise and reduction work gets the flat vector figure."""
-    if op in eff.op_efficiency:
-        return eff.op_efficiency[op]
-    if category != "matrix":
-        return eff.vector
-    if op in CONV_OPS and eff.conv_by_intensity and bytes_per_call > 0:
+    constant, curve, conv = efficiency_source(eff, category, dtype, op)
+    if constant is not None:
+        return constant
+    if conv and bytes_per_call > 0:
         # A convolution's efficiency follows its arithmetic intensity (FLOPs per byte): a depthwise 3x3
         # does 9 multiply-adds per element and is starved, a dense 3x3 behaves like a GEMM.
-        return Efficiency.at(eff.conv_by_intensity, flops_per_call / bytes_per_call)
-    curve = eff.matrix_by_dtype.get(dtype) or eff.matrix_by_dtype.get("fp32" if dtype == "tf32" else "") or eff.matrix
+        return Efficiency.at(conv, flops_per_call / bytes_per_call)
     return Efficiency.at(curve, flops_per_call)
 
 

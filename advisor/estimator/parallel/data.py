@@ -1,0 +1,141 @@
+"""Data parallelism and its sharding (DDP, ZeRO stages 1 and 2, FSDP = ZeRO-3): memory and traffic.
+
+The replicas that hold the same weights and reduce gradients together are the data- and context-parallel
+ranks, N = dp·cp (Megatron-LM reduces over both). Each shards Ψ, the parameters one device holds after
+tensor and pipeline parallelism have divided the model.
+
+Bytes per parameter (w weights, g gradients, s optimizer state; mixed-precision Adam), as each
+implementation keeps them:
+- DDP (PyTorch, autocast): fp32 weights and gradients, Adam's m and v: 4 + 4 + 8 = 16 Ψ, plus the gradient
+  buckets DDP all-reduces from (another 4 Ψ).
+- ZeRO-1 / ZeRO-2 (DeepSpeed, Megatron's distributed optimizer): 16-bit weights and gradients, the fp32 master
+  copy with m and v in the optimizer (Rajbhandari et al. 2020, §5): stage 1 `4Ψ + 12Ψ/N`, stage 2
+  `2Ψ + 14Ψ/N`.
+- FSDP full shard (ZeRO-3): everything sharded, `16Ψ/N`, plus two gathered units (the one computing and the
+  prefetched next) in the compute dtype.
+Pure bf16 keeps 2 + 2 + 4, fp32 4 + 4 + 8, in every case.
+
+Traffic per step, each collective over the N replicas (placed tp apart, so inside a node when tp·cp·dp fits):
+- DDP: one all-reduce of the gradients, bucket by bucket during the last micro-batch's backward pass; the
+  last bucket is never hidden.
+- ZeRO-1: a reduce-scatter of the gradients (hidden the same way) and an all-gather of the updated 16-bit
+  weights, hidden behind the next step's first forward pass.
+- ZeRO-2: the reduce-scatter on every micro-batch (the full gradient is never kept), each hidden behind its
+  backward pass, and the same all-gather.
+- FSDP: per micro-batch an all-gather of the weights for the forward pass, another for the backward pass and a
+  reduce-scatter of the gradients, each hidden behind the pass it serves (prefetching).
+The optimizer steps on the 1/N of the state a sharded rank owns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from advisor.estimator.comm import Fabric, group_parts
+from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, PARAM_BYTES, SHARDINGS
+
+DDP_BUCKET_BYTES = 25e6  # torch DistributedDataParallel's default bucket_cap_mb
+LEVEL = {name: i for i, name in enumerate(SHARDINGS)}  # none 0, zero1 1, zero2 2, fsdp 3
+
+
+def widths(precision: str, states: float) -> dict[str, float]:
+    """Bytes per parameter: full (w32, g32, s32: DDP and FSDP) and ZeRO-1/2's 16-bit ones (w16, g16, s16)."""
+    width = PARAM_BYTES[precision]
+    compute = DTYPE_BYTES[COMPUTE_DTYPE[precision]]
+    master = width if width > compute else 0.0
+    return {
+        "w32": width,
+        "g32": width,
+        "s32": states * width,
+        "w16": min(width, compute),
+        "g16": min(width, compute),
+        "s16": states * width + master,
+        "compute": compute,
+    }
+
+
+def state_memory(psi, psi_train, level, replicas, w: dict[str, float]):
+    """(weights, gradients, optimizer state) bytes per device; every argument may be an array."""
+    zero12 = (level == 1) | (level == 2)
+    n = np.maximum(replicas, 1)
+    weights = psi * np.where(zero12, w["w16"], w["w32"]) / np.where(level >= 3, n, 1)
+    grads = psi_train * np.where(zero12, w["g16"], w["g32"]) / np.where(level >= 2, n, 1)
+    states = psi_train * np.where(zero12, w["s16"], w["s32"]) / np.where(level >= 1, n, 1)
+    return weights, grads, states
+
+
+def temporaries(psi, psi_train, level, replicas, blocks_here, w: dict[str, float]):
+    """DDP's gradient buckets, or FSDP's two gathered units (a unit = one repeated block's weights)."""
+    many = replicas > 1
+    buckets = np.where(many & (level == 0), psi_train * w["g32"], 0.0)
+    units = np.where(many & (level == 3), 2 * psi / np.maximum(blocks_here, 1) * w["compute"], 0.0)
+    return buckets + units
+
+
+def _group(kind: str, nbytes, n, stride, fabric: Fabric):
+    """group_parts over arrays: (intra, inter) seconds."""
+    return grouped(lambda n_, s_: group_parts(kind, 1.0, n_, s_, fabric), nbytes, n, stride, fabric.latency_s)
+
+
+def grouped(per_byte, nbytes, n, stride, latency: float):
+    """Apply a (n, stride) -> (intra, inter) seconds-for-one-byte function over arrays: the ring model is
+    latency + linear in the bytes, so one evaluation per distinct group scales to every message size."""
+    b, n, stride = np.broadcast_arrays(np.asarray(nbytes, float), np.asarray(n), np.asarray(stride))
+    intra, inter = np.zeros(b.shape), np.zeros(b.shape)
+    keys, index = np.unique(np.stack([n.ravel(), stride.ravel()]), axis=1, return_inverse=True)
+    index = index.reshape(b.shape)
+    for k in range(keys.shape[1]):
+        one = per_byte(int(keys[0, k]), int(keys[1, k]))
+        mask = index == k
+        for out, t in zip((intra, inter), one, strict=True):
+            if t > 0:
+                out[mask] = np.where(b[mask] > 0, latency + (t - latency) * b[mask], 0.0)
+    return intra, inter
+
+
+def traffic(psi, psi_train, level, replicas, stride, m, fwd, bwd, w: dict[str, float], fabric: Fabric) -> dict:
+    """Data-parallel collectives of one step on one device: total, exposed, intra/inter seconds and bytes.
+    `fwd` and `bwd` are one micro-batch's forward and backward pass on the device (what hides them)."""
+    zero12 = (level == 1) | (level == 2)
+    grads = psi_train * np.where(zero12, w["g16"], w["g32"])
+    weights16 = psi * w["w16"]
+    gathered = psi * w["compute"]
+    ar = _group("all_reduce", grads, replicas, stride, fabric)
+    rs = _group("reduce_scatter", grads, replicas, stride, fabric)
+    ag16 = _group("all_gather", weights16, replicas, stride, fabric)
+    agc = _group("all_gather", gathered, replicas, stride, fabric)
+    bucket_ar = sum(_group("all_reduce", np.minimum(grads, DDP_BUCKET_BYTES), replicas, stride, fabric))
+    bucket_rs = sum(_group("reduce_scatter", np.minimum(grads, DDP_BUCKET_BYTES), replicas, stride, fabric))
+    t_ar, t_rs, t_ag16, t_agc = sum(ar), sum(rs), sum(ag16), sum(agc)
+    per_micro_rs = np.maximum(t_rs - bwd, bucket_rs)
+    exposed = np.select(
+        [level == 0, level == 1, level == 2],
+        [
+            np.maximum(t_ar - bwd, bucket_ar),
+            per_micro_rs + np.maximum(0.0, t_ag16 - fwd),
+            m * per_micro_rs + np.maximum(0.0, t_ag16 - fwd),
+        ],
+        m * (np.maximum(0.0, t_agc - fwd) + np.maximum(0.0, t_agc + t_rs - bwd)),
+    )
+    # how many of each collective a step runs, per sharding
+    n_ar = np.where(level == 0, 1.0, 0.0)
+    n_rs = np.select([level == 1, level == 2, level == 3], [1.0, m, m], 0.0)
+    n_ag16 = np.where(zero12, 1.0, 0.0)
+    n_agc = np.where(level == 3, 2.0 * m, 0.0)
+    intra = n_ar * ar[0] + n_rs * rs[0] + n_ag16 * ag16[0] + n_agc * agc[0]
+    inter = n_ar * ar[1] + n_rs * rs[1] + n_ag16 * ag16[1] + n_agc * agc[1]
+    moved = (n_ar + n_rs) * grads + n_ag16 * weights16 + n_agc * gathered
+    none = replicas <= 1
+    zero = np.zeros(np.shape(intra))
+    return {
+        "total_s": np.where(none, zero, intra + inter),
+        "exposed_s": np.where(none, zero, exposed),
+        "intra_s": np.where(none, zero, intra),
+        "inter_s": np.where(none, zero, inter),
+        "bytes": np.where(none, zero, moved),
+    }
+
+
+def optimizer_share(psi_train, total_train: float, level, replicas):
+    """The share of the whole model's optimizer work one device does."""
+    return psi_train / max(total_train, 1.0) / np.where(level >= 1, np.maximum(replicas, 1), 1)

@@ -56,6 +56,21 @@ def fabric_for(device: Device, eff: Efficiency, instance: Instance | None, per_n
     )
 
 
+@dataclass
+class Fabrics:
+    """Several fabrics at once (the layout search evaluates many instances together): row i uses
+    fabrics[index[i]]."""
+
+    fabrics: list[Fabric]
+    index: object  # numpy array of ints
+
+    @property
+    def per_node(self):
+        import numpy as np
+
+        return np.asarray([f.per_node for f in self.fabrics])[self.index]
+
+
 def placement(n: int, stride: int, domain: int) -> tuple[int, int]:
     """(ranks of the group inside one fast domain, domains the group spans) for n ranks `stride` apart."""
     if n <= 1:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from advisor.catalog.schema import Catalog, Device, Instance
 from advisor.errors import UserError
 from advisor.estimator import parallel
-from advisor.estimator.comm import Fabric, p2p_time
+from advisor.estimator.comm import p2p_time
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.layout import Layout
 from advisor.estimator.memory import Memory, largest_micro_batch, memory_arrays, to_memory
@@ -168,9 +168,9 @@ def layout_arrays(setup: Setup, layout: Layout, m: int) -> dict:
     }
 
 
-def _p2p(nbytes, n, stride, fabric: Fabric):
+def _p2p(nbytes, n, stride, fabric):
     """p2p_time over arrays (seconds of one send)."""
-    return data.grouped(lambda n_, s_: (p2p_time(1.0, n_, s_, fabric)[0], 0.0), nbytes, n, stride, fabric.latency_s)[0]
+    return data.grouped(lambda f, n_, s_: (p2p_time(1.0, n_, s_, f)[0], 0.0), nbytes, n, stride, fabric)[0]
 
 
 def step_arrays(setup: Setup, lay: dict, micro, passes: dict) -> dict:

@@ -17,6 +17,8 @@ by `parallel.check`.
 
 from __future__ import annotations
 
+import functools
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from advisor.errors import UserError
@@ -117,8 +119,13 @@ def layout_for(
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    return list(_divisors(n))
 
 
 def nearest(value: int, valid: list[int], k: int = 2) -> list[int]:

@@ -51,7 +51,7 @@ PARTS = ("parameter_bytes", "gradient_bytes", "optimizer_state_bytes", "activati
 
 def _block_activations(setup: Setup, lay: dict, micro, in_flight, n_blocks):
     """Saved tensors of `n_blocks` blocks on one device with `in_flight` micro-batches kept."""
-    a, blocks = setup.acts, setup.blocks
+    a, blocks, scale = setup.acts, setup.blocks, setup.act_scale
     tp, cp, rec = lay["tp"], lay["cp"], lay["rec"]
     t_sp = np.where(lay["sp"], tp, 1)
     zero12 = (lay["level"] == 1) | (lay["level"] == 2)
@@ -63,7 +63,7 @@ def _block_activations(setup: Setup, lay: dict, micro, in_flight, n_blocks):
     )
     inputs = per * a.block_inputs.per_sample / t_sp + a.block_inputs.fixed / blocks / t_sp
     full = in_flight * n_blocks * inputs + whole + copies  # one block is whole while it is recomputed
-    return np.where(rec == 2, full, in_flight * n_blocks * kept + n_blocks * copies)
+    return scale * np.where(rec == 2, full, in_flight * n_blocks * kept + n_blocks * copies)
 
 
 def stage_memory(setup: Setup, lay: dict, micro, stage: str) -> dict:
@@ -87,16 +87,14 @@ def stage_memory(setup: Setup, lay: dict, micro, stage: str) -> dict:
     a = setup.acts
     t_sp = np.where(lay["sp"], tp, 1)
     acts = _block_activations(setup, lay, micro, flight, n_here)
-    acts = acts + first * flight * (a.before.per_sample * micro / (t_sp * cp)) + first * a.before.fixed
+    before = first * (flight * a.before.per_sample * micro / (t_sp * cp) + a.before.fixed)
     after = (a.after_replicated.per_sample / t_sp + a.after_sharded.per_sample / tp) * micro / cp
-    acts = acts + last * (after + a.after_replicated.fixed + a.after_sharded.fixed / tp)
+    after = last * (after + a.after_replicated.fixed + a.after_sharded.fixed / tp)
+    acts = acts + setup.act_scale * (before + after)
     units = np.maximum(n_here * setup.fsdp_units / setup.blocks, 1)
     temps = data.temporaries(psi, psi_train, level, replicas, units, setup.widths)
-    temps = temps + setup.profile.memory.temporary_peak_bytes.at(micro) * activation_scale(
-        setup.profile.precision, setup.precision
-    ) / (tp * cp)
-    if setup.fp8:
-        temps = temps + FP8_WEIGHT_BYTES * block_weights(setup.params, tp, setup.blocks, n_here)
+    temps = temps + setup.profile.memory.temporary_peak_bytes.at(micro) * setup.act_scale / (tp * cp)
+    temps = temps + np.where(setup.fp8, FP8_WEIGHT_BYTES * block_weights(setup.params, tp, setup.blocks, n_here), 0.0)
     if stage == "mid":  # no middle stage: nothing there
         empty = (pp <= 2) | (n_mid == 0)
         weights, grads, states, acts, temps = (np.where(empty, 0.0, x) for x in (weights, grads, states, acts, temps))
@@ -113,12 +111,17 @@ def stage_memory(setup: Setup, lay: dict, micro, stage: str) -> dict:
 
 def memory_arrays(setup: Setup, lay: dict, micro) -> dict:
     """The fullest stage's memory parts per layout, and its name (0 first, 1 middle, 2 last)."""
+    if not np.any(lay["pp"] > 1):  # one stage: first and last are the same
+        out = stage_memory(setup, lay, micro, "first")
+        out["stage"] = np.zeros(np.shape(out["total_bytes"]), dtype=np.int64)
+        out["reserve_bytes"] = np.broadcast_to(setup.reserve, np.shape(out["total_bytes"]))
+        return out
     stages = [stage_memory(setup, lay, micro, s) for s in ("first", "mid", "last")]
     totals = np.stack([s["total_bytes"] for s in stages])
     which = np.argmax(totals, axis=0)
     out = {k: np.choose(which, [s[k] for s in stages]) for k in stages[0]}
     out["stage"] = which
-    out["reserve_bytes"] = np.full(np.shape(which), setup.reserve)
+    out["reserve_bytes"] = np.broadcast_to(setup.reserve, np.shape(which))
     return out
 
 

@@ -15,6 +15,7 @@ from advisor.estimator.comm import Fabric, check_fabric, fabric_for
 from advisor.estimator.parallel import data
 from advisor.estimator.parallel.tensor import Roles, parameter_parts, roles
 from advisor.estimator.passes import OpTable, op_table
+from advisor.estimator.roofline import peak_for
 from advisor.profiler.schema import ActivationParts, Linear, Profile, Structure
 from advisor.profiler.structure import derive_structure
 from advisor.vocab import BLOCK_MATMUL_DTYPE, COMPUTE_DTYPE, DTYPE_BYTES, OPTIMIZER_STATES
@@ -35,7 +36,8 @@ class Setup:
     roles: Roles
     table: OpTable
     params: dict[str, float]
-    acts: ActivationParts  # scaled to the target precision's activation width
+    acts: ActivationParts  # as profiled
+    act_scale: float  # activation width under the target precision ÷ the profiled one
     blocks: int  # repeated blocks (1 when nothing repeats)
     fsdp_units: int  # what FSDP wraps: every repeated block, of every repeated pattern
     widths: dict[str, float]
@@ -46,7 +48,8 @@ class Setup:
     fabric: Fabric
     fp8: bool
     has_scores: bool  # the attention keeps score matrices (unfused): selective recomputation frees them
-    model_flops: dict[int, float]  # forward + backward FLOPs of the whole model per micro-batch size
+    model_flops: dict  # forward + backward FLOPs of the whole model per micro-batch: fixed + per sample
+    peak: float  # the dense matrix peak in the compute dtype (what MFU is measured against)
 
 
 def check_precision(device: Device, precision: str) -> None:
@@ -157,9 +160,7 @@ def setup_for(
     structure = _cached(cache, ("structure", id(profile)), lambda: structure_of(profile))
     op_roles = _cached(cache, ("roles", id(profile)), lambda: roles(profile, structure))
     blocks = structure.blocks if structure is not None else 1
-    scale = activation_scale(profile.precision, precision)
-    acts = activation_parts(profile, blocks)
-    acts = ActivationParts(**{k: _scaled(v, scale) for k, v in acts})
+    acts = _cached(cache, ("acts", id(profile)), lambda: activation_parts(profile, blocks))
     cap = capacity(device, instance, per_node)
     setup = Setup(
         profile=profile,
@@ -169,9 +170,14 @@ def setup_for(
         precision=precision,
         structure=structure,
         roles=op_roles,
-        table=op_table(profile, op_roles, device, eff, precision),
+        table=_cached(
+            cache,
+            ("table", id(profile), device.id, eff.id, precision, device.memory_bandwidth),
+            lambda: op_table(profile, op_roles, device, eff, precision),
+        ),
         params=parameter_parts(profile, structure),
         acts=acts,
+        act_scale=activation_scale(profile.precision, precision),
         blocks=blocks,
         fsdp_units=_cached(cache, ("units", id(profile)), lambda: repeated_blocks(profile)),
         widths=data.widths(precision, optimizer_states(profile)),
@@ -182,7 +188,8 @@ def setup_for(
         fabric=fabric,
         fp8=precision in BLOCK_MATMUL_DTYPE,
         has_scores=acts.block_scores.per_sample > 0,
-        model_flops={},
+        model_flops=_cached(cache, ("flops", id(profile)), dict),
+        peak=peak_for(device, COMPUTE_DTYPE[precision], "matrix")[0] or device.peak("fp32", "vector"),
     )
     if cache is not None:
         cache[key] = setup
@@ -191,12 +198,11 @@ def setup_for(
 
 def model_flops(setup: Setup, micro: int) -> float:
     """Forward + backward FLOPs of the whole model for one micro-batch (what MFU counts)."""
-    flops = setup.model_flops.get(micro)
-    if flops is None:
-        flops = setup.model_flops[micro] = setup.profile.flops(micro, "forward") + setup.profile.flops(
-            micro, "backward"
-        )
-    return flops
+    line = setup.model_flops.get("line")
+    if line is None:
+        ops = [o for o in setup.profile.ops if o.phase != "optimizer"]
+        line = setup.model_flops["line"] = (sum(o.flops.fixed for o in ops), sum(o.flops.per_sample for o in ops))
+    return line[0] + line[1] * micro
 
 
 def _cached(cache: dict | None, key, make):
@@ -205,6 +211,33 @@ def _cached(cache: dict | None, key, make):
     if key not in cache:
         cache[key] = make()
     return cache[key]
+
+
+def stack(setups: list[Setup], which) -> Setup:
+    """One Setup for rows of several setups of the same profile (row i is setups[which[i]]): the fields that
+    differ between instances and precisions become arrays over the rows, so that `step_arrays` and
+    `memory_arrays` evaluate them all in one pass."""
+    import dataclasses
+
+    import numpy as np
+
+    from advisor.estimator.comm import Fabrics
+
+    def column(get, dtype=float):
+        return np.asarray([get(s) for s in setups], dtype=dtype)[which]
+
+    first = setups[0]
+    return dataclasses.replace(
+        first,
+        capacity=column(lambda s: np.inf if s.capacity is None else s.capacity),
+        reserve=column(lambda s: s.reserve),
+        widths={k: column(lambda s, k=k: s.widths[k]) for k in first.widths},
+        compute_width=column(lambda s: s.compute_width),
+        act_scale=column(lambda s: s.act_scale),
+        fp8=column(lambda s: s.fp8, dtype=bool),
+        peak=column(lambda s: s.peak),
+        fabric=Fabrics([s.fabric for s in setups], np.asarray(which)),
+    )
 
 
 def setup_from_catalog(profile: Profile, catalog: Catalog, config, cache: dict | None = None) -> Setup:

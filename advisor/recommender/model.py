@@ -43,8 +43,16 @@ class Option(BaseModel):
     devices_per_node: int
     devices: int
     precision: str
-    strategy: str
-    checkpointing: bool
+    strategy: str = Field(description="how the data-parallel replicas shard: single, ddp, zero1, zero2, fsdp")
+    checkpointing: bool = Field(description="full recomputation")
+    tp: int = 1
+    pp: int = 1
+    vpp: int = 1
+    cp: int = 1
+    dp: int = 1
+    sharding: str = "none"
+    sequence_parallel: bool = False
+    recompute: str = "none"
     pricing: Literal["on-demand", "spot"]
     step_time_s: float
     total_time_s: float
@@ -62,14 +70,31 @@ class Option(BaseModel):
     meets_deadline: bool = True
     within_budget: bool = True
 
+    def layout(self):
+        from advisor.estimator.layout import Layout
+
+        return Layout(
+            tp=self.tp,
+            pp=self.pp,
+            vpp=self.vpp,
+            cp=self.cp,
+            dp=self.dp,
+            sharding=self.sharding,
+            sequence_parallel=self.sequence_parallel,
+            recompute=self.recompute,
+        )
+
     def label(self) -> str:
-        layout = f"{self.nodes}×{self.devices_per_node} {self.device}"
-        ckpt = ", ckpt" if self.checkpointing else ""
-        return f"{self.instance} ({layout}, {self.precision}, {self.strategy}{ckpt}, {self.pricing})"
+        where = f"{self.nodes}×{self.devices_per_node} {self.device}"
+        return f"{self.instance} ({where}, {self.precision}, {Option.layout(self).label()}, {self.pricing})"
 
 
 def _row_label(self) -> str:
     return Option.label(self)  # type: ignore[arg-type]
+
+
+def _row_layout(self):
+    return Option.layout(self)  # type: ignore[arg-type]
 
 
 def _to_option(self) -> Option:
@@ -84,7 +109,7 @@ Row = dataclasses.make_dataclass(
     "Row",
     [(name, Any) for name in OPTION_FIELDS],
     slots=True,
-    namespace={"label": _row_label, "to_option": _to_option},
+    namespace={"label": _row_label, "layout": _row_layout, "to_option": _to_option},
 )
 
 

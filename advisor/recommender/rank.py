@@ -1,5 +1,10 @@
 """Estimate every candidate, drop the infeasible ones with their reason, rank the rest, mark the Pareto front.
 
+Each instance and precision is handed to the layout search (advisor/estimator/search.py), which evaluates
+every valid parallel layout on each node count at once; for a given instance and node count the fastest
+layout that fits is also the cheapest (the price is per node-hour), so it is the one option kept, and the
+others are counted as rejected ("memory" for those that do not fit, "slower layout" for the rest).
+
 Ranking: with a deadline, the cheapest option that meets it; with a budget, the fastest within it; with
 both, the options meeting both ordered by --objective (cost unless asked otherwise); with neither, by
 --objective. Ties are broken by the other objective, then by fewer devices and the instance id, so the
@@ -11,14 +16,17 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from advisor import units
 from advisor.catalog.schema import Catalog
 from advisor.errors import UserError
 from advisor.estimator.config import Config, Workload
-from advisor.estimator.estimate import billed_cost, estimate
+from advisor.estimator.estimate import billed_cost, estimate, host_share, scaled_device, steps_for
+from advisor.estimator.search import Found, best, search_many
+from advisor.estimator.setup import setup_for
 from advisor.recommender.candidates import Candidate, enumerate_candidates
 from advisor.recommender.explain import explain
-from advisor.recommender.fastpath import too_big
 from advisor.recommender.model import Constraints, Option, Question, Recommendation, Rejections, Row
 
 if TYPE_CHECKING:
@@ -44,9 +52,13 @@ def mark_pareto(options: list[Option]) -> list[Option]:
     return front
 
 
-def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constraints: Constraints) -> Row:
-    m = est.memory
+def _row(cand: Candidate, found: Found, i: int, steps, pricing: str, hourly: float, cost: float, cap, constraints):
+    nodes = int(found.nodes[i])
+    layout = found.layout(i)
     inst = cand.instance
+    step = float(found.step[i])
+    total = steps * step
+    memory = float(found.memory[i])
     return Row(
         rank=None,
         provider=inst.provider,
@@ -55,27 +67,35 @@ def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constra
         region=inst.pricing.regions[0],
         device=cand.device.id,
         device_kind=cand.device.kind,
-        nodes=cand.nodes,
+        nodes=nodes,
         devices_per_node=cand.per_node,
-        devices=cand.world,
+        devices=nodes * cand.per_node,
         precision=cand.precision,
-        strategy=est.config.strategy,
-        checkpointing=cand.checkpointing,
+        strategy=layout.strategy,
+        checkpointing=layout.checkpointing,
+        tp=layout.tp,
+        pp=layout.pp,
+        vpp=layout.vpp,
+        cp=layout.cp,
+        dp=layout.dp,
+        sharding=layout.sharding,
+        sequence_parallel=layout.sequence_parallel,
+        recompute=layout.recompute,
         pricing=pricing,
-        step_time_s=est.step_time_s,
-        total_time_s=est.total_time_s,
+        step_time_s=step,
+        total_time_s=total,
         cost_usd=cost,
-        usd_per_hour=hourly * cand.nodes,
-        steps=est.steps,
-        micro_batch=est.micro_batch,
-        accumulation=est.accumulation,
-        global_batch=est.global_batch,
-        mfu=est.mfu,
-        memory_bytes=m.total_bytes,
-        memory_capacity_bytes=m.capacity_bytes,
-        memory_headroom_bytes=m.headroom_bytes,
+        usd_per_hour=hourly * nodes,
+        steps=steps,
+        micro_batch=int(found.micro[i]),
+        accumulation=int(found.m[i]),
+        global_batch=int(found.micro[i] * found.m[i] * found.dp[i]),
+        mfu=float(found.mfu[i]),
+        memory_bytes=memory,
+        memory_capacity_bytes=cap,
+        memory_headroom_bytes=None if cap is None else cap - memory,
         pareto=False,
-        meets_deadline=constraints.deadline_s is None or est.total_time_s <= constraints.deadline_s,
+        meets_deadline=constraints.deadline_s is None or total <= constraints.deadline_s,
         within_budget=constraints.budget_usd is None or cost <= constraints.budget_usd,
     )
 
@@ -94,9 +114,9 @@ def check_workload(profile: Profile, workload: Workload) -> None:
 
 
 def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints: Constraints):
-    """(feasible options, rejections, candidates estimated, assumptions by device, closest memory miss).
+    """(feasible options, rejections, layouts evaluated, closest memory miss).
 
-    Every candidate (configuration × pricing) ends up either feasible or counted once under one reason."""
+    Every candidate (layout × pricing) ends up either feasible or counted once under one reason."""
     rejections = Rejections()
     pricings = ["on-demand", "spot"] if constraints.pricing == "both" else [constraints.pricing]
     weight = len(pricings)
@@ -105,11 +125,8 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
         rejections.add(reason, example, n=configurations * weight)
 
     cache: dict = {}
-    fits: dict = {}
-    feasible: list[Row] = []
-    notes: dict[str, dict[str, None]] = {}
-    estimated = 0
-    closest = None  # the memory-rejected configuration that came nearest to fitting
+    cands: list[Candidate] = []
+    setups, counts = [], []
     for cand in enumerate_candidates(
         catalog,
         constraints.precisions or None,
@@ -118,50 +135,79 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
         constraints.providers,
         constraints.devices,
     ):
-        config = Config(
-            device=cand.device.id,
-            instance=cand.instance.id,
-            devices_per_node=cand.per_node,
-            nodes=cand.nodes,
-            precision=cand.precision,
-            strategy=cand.strategy,
-            checkpointing=cand.checkpointing,
-            global_batch=constraints.global_batch,
-        )
+        inst = cand.instance
+        device = scaled_device(cand.device, host_share(cand.device, inst))
         try:
-            eff = catalog.efficiency[cand.device.efficiency]
-            overflow = too_big(profile, config, cand.device, eff, fits)
-            est = None if overflow is not None else estimate(profile, catalog, config, workload, cache)
+            eff = catalog.efficiency[device.efficiency]
+            setups.append(setup_for(profile, device, eff, inst, cand.precision, cand.per_node, 1, cache))
         except (UserError, ValueError) as exc:
-            rejected("cannot estimate", f"{cand.label()}: {exc}")
+            rejected("cannot estimate", f"{cand.label()}: {exc}", len(cand.counts))
             continue
-        mem = overflow or est.memory
-        if est is not None:
-            estimated += 1
-            seen = notes.setdefault(cand.device.id, {})
-            for line in est.assumptions:
-                seen.setdefault(line, None)
-        if not mem.fits:
-            over = mem.total_bytes / mem.capacity_bytes if mem.capacity_bytes else float("inf")
-            if closest is None or over < closest[0]:
-                closest = (over, cand.label(), mem.total_bytes, mem.capacity_bytes)
+        cands.append(cand)
+        counts.append([n for n in cand.counts if n == 1 or inst.network is not None])
+    if not setups:
+        return [], rejections, 0, None
+    found = search_many(setups, counts, constraints.global_batch, cache)
+    winners = best(found)
+    group = found.setup * (1 << 20) + found.nodes
+    keys, index, sizes = np.unique(group, return_inverse=True, return_counts=True)
+    fitting = np.bincount(index, weights=found.fits, minlength=len(keys)).astype(int)
+    missing = np.where(found.fits, np.inf, found.memory)
+    least = np.full(len(keys), np.inf)
+    np.minimum.at(least, index, missing)
+    closest = None
+    feasible: list[Row] = []
+    for g, key in enumerate(keys):
+        k, nodes = int(key >> 20), int(key & ((1 << 20) - 1))
+        cand, setup = cands[k], setups[k]
+        label = cand.label(nodes)
+        cap = setup.capacity
+        if sizes[g] > fitting[g]:
+            need = float(least[g])
+            if (k, nodes) not in winners:
+                over = need / cap if cap else float("inf")
+                if closest is None or over < closest[0]:
+                    closest = (over, label, need, cap)
             rejected(
                 "memory",
-                f"{cand.label()}: needs {units.fmt_bytes(mem.total_bytes)} per device of "
-                f"{units.fmt_bytes(mem.capacity_bytes or 0)}",
+                f"{label}: needs {units.fmt_bytes(need)} per device of {units.fmt_bytes(cap or 0)}",
+                int(sizes[g] - fitting[g]),
             )
+        if (k, nodes) not in winners:
             continue
+        i = winners[(k, nodes)]
+        if fitting[g] > 1:
+            rejected("slower layout", label, int(fitting[g] - 1))
+        global_batch = int(found.micro[i] * found.m[i] * found.dp[i])
+        steps = steps_for(profile, workload, global_batch)
+        inst = cand.instance
         for pricing in pricings:
-            spot = pricing == "spot"
-            hourly = cand.instance.hourly_usd(spot=spot)
+            hourly = inst.hourly_usd(spot=pricing == "spot")
             if hourly is None:
-                rejections.add(f"no {pricing} price", cand.instance.id)
+                rejections.add(f"no {pricing} price", inst.id)
                 continue
-            cost = est.cost_usd if not spot and est.cost_usd is not None else None
-            if cost is None:
-                cost = billed_cost(est.total_time_s, hourly, cand.nodes, cand.instance)
-            feasible.append(_row(cand, est, pricing, hourly, cost, constraints))
-    return feasible, rejections, estimated, notes, closest
+            cost = billed_cost(steps * float(found.step[i]), hourly, nodes, inst)
+            feasible.append(_row(cand, found, i, steps, pricing, hourly, cost, cap, constraints))
+    return feasible, rejections, found.layouts, closest
+
+
+def assumptions_for(profile: Profile, catalog: Catalog, options, workload: Workload) -> list[str]:
+    """What the estimate of each shown option assumes: `estimate()` itself, on the option's layout."""
+    seen: dict[str, None] = {}
+    for o in options:
+        config = Config(
+            device=o.device,
+            instance=o.instance,
+            devices_per_node=o.devices_per_node,
+            nodes=o.nodes,
+            precision=o.precision,
+            layout=o.layout(),
+            micro_batch=o.micro_batch,
+            global_batch=o.global_batch,
+        )
+        for line in estimate(profile, catalog, config, workload).assumptions:
+            seen.setdefault(line, None)
+    return list(seen)
 
 
 def recommend(
@@ -172,7 +218,7 @@ def recommend(
     check_workload(profile, workload)
     if top < 1:
         raise UserError(f"--top must be at least 1, got {top}")
-    feasible, rejections, estimated, notes, closest = evaluate(profile, catalog, workload, constraints)
+    feasible, rejections, estimated, closest = evaluate(profile, catalog, workload, constraints)
     front = mark_pareto(feasible)
     qualifying = []
     for option in feasible:
@@ -188,10 +234,8 @@ def recommend(
     shown = [row.to_option() for row in qualifying[:top]]
     front = [row.to_option() for row in front]
     explanation = None if qualifying else explain(feasible, constraints, rejections, closest)
-    devices = {o.device for o in (*shown, *front)}
-    if explanation:
-        devices |= {o.device for o in (explanation.fastest, explanation.cheapest) if o is not None}
-    assumptions = list(dict.fromkeys(line for d in sorted(devices) for line in notes.get(d, {})))
+    described = shown[:1] or [o for o in (explanation.fastest, explanation.cheapest) if o is not None][:1]
+    assumptions = assumptions_for(profile, catalog, described, workload)
     oldest, newest = catalog.as_of_range()
     return Recommendation(
         question=Question(

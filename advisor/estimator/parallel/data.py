@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.estimator.comm import Fabric, group_parts
+from advisor.estimator.comm import Fabric, Fabrics, group_parts
 from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, PARAM_BYTES, SHARDINGS
 
 DDP_BUCKET_BYTES = 25e6  # torch DistributedDataParallel's default bucket_cap_mb
@@ -72,25 +72,41 @@ def temporaries(psi, psi_train, level, replicas, blocks_here, w: dict[str, float
     return buckets + units
 
 
-def _group(kind: str, nbytes, n, stride, fabric: Fabric):
+def _group(kind: str, nbytes, n, stride, fabric):
     """group_parts over arrays: (intra, inter) seconds."""
-    return grouped(lambda n_, s_: group_parts(kind, 1.0, n_, s_, fabric), nbytes, n, stride, fabric.latency_s)
+    return grouped(lambda f, n_, s_: group_parts(kind, 1.0, n_, s_, f), nbytes, n, stride, fabric)
 
 
-def grouped(per_byte, nbytes, n, stride, latency: float):
-    """Apply a (n, stride) -> (intra, inter) seconds-for-one-byte function over arrays: the ring model is
-    latency + linear in the bytes, so one evaluation per distinct group scales to every message size."""
-    b, n, stride = np.broadcast_arrays(np.asarray(nbytes, float), np.asarray(n), np.asarray(stride))
-    intra, inter = np.zeros(b.shape), np.zeros(b.shape)
-    keys, index = np.unique(np.stack([n.ravel(), stride.ravel()]), axis=1, return_inverse=True)
-    index = index.reshape(b.shape)
-    for k in range(keys.shape[1]):
-        one = per_byte(int(keys[0, k]), int(keys[1, k]))
-        mask = index == k
-        for out, t in zip((intra, inter), one, strict=True):
-            if t > 0:
-                out[mask] = np.where(b[mask] > 0, latency + (t - latency) * b[mask], 0.0)
-    return intra, inter
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of an array of small non-negative integers, without sorting it."""
+    if values.size == 0:
+        return values
+    return np.flatnonzero(np.bincount(values.ravel()))
+
+
+def grouped(per_byte, nbytes, n, stride, fabric: Fabric | Fabrics):
+    """Apply a (fabric, n, stride) -> (intra, inter) seconds-for-one-byte function over arrays: the ring model
+    is latency + linear in the bytes, so one evaluation per distinct group scales to every message size.
+    `fabric` is one Fabric, or Fabrics (one per row)."""
+    b, n, stride = np.broadcast_arrays(np.asarray(nbytes, float), np.asarray(n, np.int64), np.asarray(stride, np.int64))
+    if isinstance(fabric, Fabrics):
+        fabrics, which = fabric.fabrics, np.broadcast_to(fabric.index, b.shape)
+    else:
+        fabrics, which = [fabric], np.zeros(b.shape, dtype=np.int64)
+    ns, strides = _distinct(n), _distinct(stride)
+    size = len(ns) * len(strides)
+    pair = which * size + np.searchsorted(ns, n) * len(strides) + np.searchsorted(strides, stride)
+    table = np.zeros((len(fabrics) * size, 2))
+    latency = np.asarray([f.latency_s for f in fabrics])[which]
+    for k in _distinct(pair):  # only the groups some layout has
+        rest = k % size
+        table[k] = per_byte(fabrics[k // size], int(ns[rest // len(strides)]), int(strides[rest % len(strides)]))
+    ones = table[pair]
+    out = []
+    for level in range(2):
+        t = ones[..., level]
+        out.append(np.where((b > 0) & (t > 0), latency + (t - latency) * b, 0.0))
+    return out[0], out[1]
 
 
 def traffic(psi, psi_train, level, replicas, stride, m, fwd, bwd, w: dict[str, float], fabric: Fabric) -> dict:

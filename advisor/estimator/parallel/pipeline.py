@@ -16,6 +16,8 @@ al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using M
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from advisor.errors import UserError
@@ -25,12 +27,17 @@ from advisor.profiler.schema import Structure
 
 def stage_blocks(blocks: int, pp: int) -> list[int]:
     """Blocks on each stage: as even as possible, extra blocks on the middle stages first, then the first."""
+    return list(_stage_blocks(blocks, pp))
+
+
+@functools.lru_cache(maxsize=4096)
+def _stage_blocks(blocks: int, pp: int) -> tuple[int, ...]:
     base, extra = divmod(blocks, pp)
     order = list(range(1, pp - 1)) + [0, pp - 1]
     counts = [base] * pp
     for stage in order[:extra]:
         counts[stage] += 1
-    return counts
+    return tuple(counts)
 
 
 def stage_shape(blocks: int, pp: int) -> tuple[int, int, int]:

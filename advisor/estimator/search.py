@@ -93,6 +93,14 @@ COLUMNS = ("setup", "nodes", "tp", "pp", "vpp", "cp", "dp", "micro", "m", "level
 FIELDS = (*COLUMNS, "step", "memory", "fits", "mfu")
 
 
+def recomputations(setup: Setup) -> list[int]:
+    """Recomputation choices (0 none, 1 selective, 2 full): full only where blocks repeat, selective only where
+    the attention keeps score matrices it could drop."""
+    if setup.structure is None:
+        return [0]
+    return [0, 2] + ([1] if setup.has_scores else [])
+
+
 def _stage_counts(blocks: int, pp: int) -> bool:
     return pp <= blocks and max(pipeline.stage_blocks(blocks, pp)) <= STAGE_IMBALANCE * blocks / pp
 
@@ -198,7 +206,7 @@ def _model_parallel_cap(setups: list[Setup], bases: np.ndarray) -> np.ndarray:
     the same setup and node count at micro-batch 1 without full recomputation, with at most ZeRO-1 sharding
     and without interleaving. Where no such layout fits, every M stays."""
     size = bases[:, 2] * bases[:, 3] * bases[:, 5]
-    light = _choices(bases[bases[:, 4] == 1], range(2), [0, 1] if setups[0].has_scores else [0])
+    light = _choices(bases[bases[:, 4] == 1], range(2), [r for r in recomputations(setups[0]) if r < 2])
     if not len(light):
         return np.ones(len(bases), dtype=bool)
     fits = _memory(setups, _with_micro(light, 1)) <= stack(setups, light[:, 0]).capacity
@@ -282,7 +290,7 @@ def search_many(
     if not exhaustive and len(bases):
         bases = bases[_model_parallel_cap(setups, bases)]
     parts, start = [], 0
-    per_base = 4 * (3 if setups[0].has_scores else 2)
+    per_base = 4 * len(recomputations(setups[0]))
     while start < len(bases):
         stop = min(len(bases), start + max(1, CHUNK_ROWS // per_base))
         parts.append(_evaluate(setups, bases[start:stop], cache, max_micro))
@@ -295,7 +303,7 @@ def search_many(
 
 
 def _evaluate(setups: list[Setup], bases: np.ndarray, cache: dict, max_micro: int) -> Found:
-    layouts_ = _choices(bases, range(4), [0, 2] + ([1] if setups[0].has_scores else []))
+    layouts_ = _choices(bases, range(4), recomputations(setups[0]))
     if not len(layouts_):
         return _empty()
     m1 = _memory(setups, _with_micro(layouts_, 1))  # with the most micro-batches in flight: one sample each

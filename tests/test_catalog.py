@@ -15,6 +15,8 @@ v100-sxm2-32gb v100-pcie-16gb t4 a10 a10g l4 l40s a100-40gb-sxm a100-80gb-sxm a1
 h100-nvl h200 b200 gb200 rtx-3090 rtx-4090 rtx-5090 rtx-a6000 rtx-6000-ada mi250x mi300x mi325x tpu-v2 tpu-v3
 tpu-v4 tpu-v5e tpu-v5p tpu-v6e trainium trainium2 inferentia2 gaudi2 gaudi3 xeon-8480plus xeon-6980p epyc-9654
 epyc-9965 graviton3 graviton4
+b300 gb300 h20 h800-sxm a800-80gb-sxm a800-80gb-pcie a800-40gb-pcie l20 mi350x mi355x tpu-v7 trainium3
+ascend-910b ascend-910c
 """.split()
 
 
@@ -81,12 +83,27 @@ def test_cpu_instance_share_matches_vcpus(catalog):
         ("mi300x", "matrix.bf16", 1307.4e12),  # AMD: 1,307.4 TFLOPS bf16 dense
         ("h100-sxm", "memory_bytes", 80e9),
         ("h200", "memory_bytes", 141e9),  # not SkyPilot's 80 GB
+        # HGX B300 board: FP16/BF16 36 PF with sparsity / 8 GPUs / 2 = 2.25 PF dense per GPU
+        ("b300", "matrix.bf16", 2.25e15),
+        # GB300 NVL72 rack: 360 PF with sparsity / 72 GPUs / 2 = 2.5 PF dense per GPU
+        ("gb300", "matrix.bf16", 2.5e15),
+        ("gb300", "memory_bandwidth", 8e12),  # 576 TB/s / 72 = 8 TB/s
+        # Alibaba's H20 instances: 39.5 TFLOPS FP32 = 78 SMs x 128 lanes x 2 FLOPs x 1.98 GHz
+        ("h20", "vector.fp32", 39.5e12),
+        ("h20", "memory_bandwidth", 4e12),  # 96 GB HBM3 at 4 TB/s (Alibaba gn8v)
+        ("mi355x", "matrix.bf16", 2516.6e12),  # 2.4 GHz x 1024 Matrix Cores x 512 FMA x 2 = 2,516.6 TFLOPS
+        ("mi350x", "matrix.bf16", 2306.9e12),  # same at 2.2 GHz: 2,516.6 x 2.2 / 2.4 = 2,306.9 TFLOPS
+        ("tpu-v7", "matrix.bf16", 2307e12),  # Google TPU7x: 2,307 TFLOPS bf16 per chip
+        ("trainium3", "matrix.bf16", 671e12),  # AWS Neuron: 671 BF16 TFLOPS dense per chip
+        ("ascend-910c", "matrix.bf16", 781e12),  # SemiAnalysis: 300 PF dense BF16 / 384 chips = 781 TFLOPS
     ],
 )
 def test_datasheet_figures(catalog, device, field, expected):
     dev = catalog.devices[device]
     if field.startswith("matrix."):
         value = dev.matrix_flops.get(field.split(".")[1])
+    elif field.startswith("vector."):
+        value = dev.vector_flops.get(field.split(".")[1])
     else:
         value = getattr(dev, field)
     assert value == pytest.approx(expected, rel=0.01)
@@ -129,3 +146,44 @@ def test_ambiguous_name_lists_candidates(catalog):
         find_device(catalog, "a100 pcie")
     line = info.value.line()
     assert "ambiguous" in line and "a100-40gb-pcie" in line and "a100-80gb-pcie" in line
+
+
+# Phrases that read as someone's memory rather than documentation (issue 9): a figure has a source, or its
+# note says it is unpublished or unverified and what was used instead.
+MEMORY_PHRASES = ("as i recall", "i think", "from memory", "as i know", "as remembered", "probably", "i believe")
+
+
+def test_notes_read_as_documentation():
+    import yaml
+
+    found = []
+    for path in yaml_files(shipped_dir()):
+        data = yaml.safe_load(path.read_text())
+        for section in ("devices", "instances", "efficiency"):
+            for entry in data.get(section) or []:
+                text = " ".join(str(entry.get(key) or "") for key in ("notes", "note")).lower()
+                found += [f"{path.name}:{entry['id']}: {p!r}" for p in MEMORY_PHRASES if p in text]
+    assert found == []
+
+
+def test_readme_names_exactly_the_catalog_providers(catalog):
+    # The README's catalog section lists the instance providers; every one must be in the catalog, and every
+    # provider in the catalog must be listed. Names as the README spells them -> catalog provider ids.
+    from pathlib import Path
+
+    names = {
+        "AWS": "aws",
+        "GCP": "gcp",
+        "Azure": "azure",
+        "OCI": "oci",
+        "Lambda": "lambda",
+        "RunPod": "runpod",
+        "CoreWeave": "coreweave",
+        "Alibaba Cloud": "alibaba",
+        "on-prem": "onprem",
+    }
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    line = next(ln for ln in readme.split("\n- ") if ln.startswith("Instances:"))
+    listed = line.split("(")[0]  # "Instances: AWS, GCP, ..., Alibaba Cloud and on-prem "
+    named = {pid for name, pid in names.items() if name in listed}
+    assert named == {i.provider for i in catalog.instances.values()}

@@ -243,6 +243,13 @@ covers(
     "nll_loss2d_forward",
     "mse_loss",
     "mse_loss_backward",
+    "binary_cross_entropy_with_logits",
+    "smooth_l1_loss",
+    "smooth_l1_loss_backward",
+    "index_add",
+    "index_add_",
+    "scatter_add",
+    "scatter_add_",
     "embedding_dense_backward",
     "max_pool2d_with_indices",
     "max_pool3d_with_indices",
@@ -338,6 +345,23 @@ def test_losses():
     got = flops(lambda: F.mse_loss(a, b), backward=True)
     assert got["aten.mse_loss"] == 96  # 3 * 32
     assert got["aten.mse_loss_backward"] == 96  # 3 * 32
+    got = flops(lambda: F.binary_cross_entropy_with_logits(a, b), backward=True)
+    assert got["aten.binary_cross_entropy_with_logits"] == 448  # 14 * 32
+    # its backward is decomposed, g·(σ(x) - y)/N: sigmoid (4 per element: neg, exp, add, reciprocal), sub
+    assert got["aten.sigmoid"] == 128 and got["aten.sub"] == 32  # 4 * 32, 1 * 32
+    got = flops(lambda: F.smooth_l1_loss(a, b), backward=True)
+    assert got["aten.smooth_l1_loss"] == 288  # 9 * 32
+    assert got["aten.smooth_l1_loss_backward"] == 192  # 6 * 32
+
+
+def test_scatter_adds():
+    rows, src = torch.zeros(5, 8, device=M), meta(3, 8)
+    idx = torch.zeros(3, dtype=torch.long, device=M)
+    assert only(lambda: rows.index_add(0, idx, src), "aten.index_add") == 24  # one add per source element, 3 * 8
+    assert only(lambda: rows.clone().index_add_(0, idx, src), "aten.index_add_") == 24
+    index = torch.zeros(2, 8, dtype=torch.long, device=M)
+    assert only(lambda: rows.scatter_add(0, index, src[:2]), "aten.scatter_add") == 16  # 2 * 8
+    assert only(lambda: rows.clone().scatter_add_(0, index, src[:2]), "aten.scatter_add_") == 16
 
 
 def test_embedding_backward():

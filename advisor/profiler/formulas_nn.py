@@ -244,3 +244,35 @@ def mkldnn_rnn_layer(c: Call) -> float:
 def mkldnn_rnn_layer_backward(c: Call) -> float:
     mm, ew = _mkldnn_parts(c, c.args[1], c.args[2], c.args[0])
     return 2 * mm + 2 * ew
+
+
+@formula("aten.binary_cross_entropy_with_logits", category="vector")
+def bce_with_logits(c: Call) -> float:
+    # torch's stable form (1 - y)·x + log(exp(-m) + exp(-x - m)) + m with m = max(-x, 0):
+    # 1 - y, ·x (2); m: neg, clamp (2); exp(-m): neg, exp (2); exp(-x - m): neg, sub, exp (3);
+    # add, log, + m (3); add to the first term (1) = 13 per element, then the mean's add (1) = 14
+    return 14.0 * numel(c.args[0])
+
+
+@formula("aten.smooth_l1_loss", category="vector")
+def smooth_l1_loss(c: Call) -> float:
+    # z = |x - y| (2); z < beta (1); 0.5·z²/beta (3) or z - 0.5·beta (1); select (1) = 8, mean's add (1) = 9
+    return 9.0 * numel(c.args[0])
+
+
+@formula("aten.smooth_l1_loss_backward", category="vector")
+def smooth_l1_loss_backward(c: Call) -> float:
+    # d = clamp((x - y) / beta, -1, 1) · g / N: sub, div, clamp (2), mul, div = 6 per element of x
+    return 6.0 * numel(c.args[1])
+
+
+@formula("aten.index_add", "aten.index_add_", category="vector")
+def index_add(c: Call) -> float:
+    # one add per element of `source` into the rows `index` picks (alpha = 1)
+    return float(numel(c.args[3]))
+
+
+@formula("aten.scatter_add", "aten.scatter_add_", category="vector")
+def scatter_add(c: Call) -> float:
+    # one add per element of `src` (as many as `index` has) into self
+    return float(numel(c.args[2]))

@@ -1,0 +1,31 @@
+"""Megatron-LM GPT 530B (the Megatron-Turing NLG shape).
+
+Source: Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM"
+(arXiv:2104.04473), Table 1, and Korthikanti et al. 2022, Table 3; layer, width and head counts from
+examples/sc21/run_table_1.sh in NVIDIA/Megatron-LM (commit 6985e58).
+
+529,600,819,200 parameters (head tied to the token embedding, counted once; formula in _gpt.py). Batch 1: micro-
+batch 1, as both sources run it.
+"""
+
+import importlib.util
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("_gpt", Path(__file__).with_name("_gpt.py"))
+_gpt = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_gpt)
+
+BATCH_SIZE = 1
+PRECISION = "fp16-mixed"
+VOCAB, SEQ = 51200, 2048
+
+
+def build_model():
+    return _gpt.GPT(VOCAB, SEQ, 20480, 105, 128)
+
+
+def example_batch(batch_size):
+    return _gpt.lm_batch(batch_size, SEQ, VOCAB)
+
+
+training_step = _gpt.lm_step

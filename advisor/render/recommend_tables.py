@@ -8,7 +8,7 @@ from advisor import units
 from advisor.render.catalog_tables import console
 
 COLUMNS = (
-    "#", "provider", "instance", "region", "nodes × devices", "precision", "strategy", "ckpt", "pricing",
+    "#", "provider", "instance", "nodes × devices", "precision", "layout", "pricing",
     "step", "total time", "cost", "MFU", "mem headroom",
 )  # fmt: skip
 
@@ -30,11 +30,9 @@ def options_table(options, title: str) -> Table:
             f"{o.rank}{mark}" if o.rank is not None else mark,
             o.provider,
             o.instance_name,
-            o.region,
             f"{o.nodes} × {o.devices_per_node} {o.device}",
             o.precision,
-            o.strategy,
-            "yes" if o.checkpointing else "no",
+            o.layout().label(),
             o.pricing,
             units.fmt_duration(o.step_time_s),
             units.fmt_duration(o.total_time_s),

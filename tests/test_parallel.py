@@ -164,7 +164,11 @@ def tiny_llama_structure() -> Structure:
         (dict(tp=5), 40, ["--tp 5 does not divide the 12 attention heads", "use --tp 4 or 6"]),
         (dict(pp=16), 16, ["--pp 16 is more than the 12 repeated blocks", "use --pp 12 or less"]),
         (dict(cp=3), 3, ["--cp 3 does not divide the sequence of 1024 tokens", "use --cp 2 or 4"]),
-        (dict(pp=2, vpp=5), 2, ["--vpp 5 with --pp 2", "use --vpp 3 or 6"]),
+        (
+            dict(pp=4, vpp=4),
+            4,
+            ["--vpp 4 with --pp 4", "pp·vpp = 16 chunks, and the model has 12 blocks", "use --vpp 2 or 3"],
+        ),
         (dict(tp=2, dp=3), 8, ["tp·pp·cp·dp = 2·1·1·3 = 6 is not the 8 devices", "use dp = 4"]),
     ],
 )

@@ -36,7 +36,7 @@ from advisor.estimator.parallel import pipeline
 from advisor.estimator.passes import pass_times
 from advisor.estimator.report import Comm, DimComm, Phase, assumptions, comm_report
 from advisor.estimator.setup import check_precision, model_flops, setup_from_catalog  # noqa: F401
-from advisor.estimator.step import layout_arrays, step_arrays  # noqa: F401
+from advisor.estimator.step import adjust_passes, layout_arrays, step_arrays  # noqa: F401
 from advisor.profiler.schema import Profile
 
 STEP_PARTS = ("forward", "backward", "recompute", "tp", "cp", "bubble", "pp", "dp", "optimizer")
@@ -205,6 +205,7 @@ def estimate(
         passes = pass_times(setup.table, [micro], [layout.tp], [layout.cp], [layout.sequence_parallel])
         if cache is not None:
             cache[key] = passes
+    passes = adjust_passes(passes, lay["level"], setup.fused)
     out = step_arrays(setup, lay, micro, passes)
     mem_parts = memory_arrays(setup, lay, np.asarray([micro]))
     memory = to_memory(setup, mem_parts)

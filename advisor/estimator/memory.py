@@ -83,7 +83,7 @@ def stage_memory(setup: Setup, lay: dict, micro, stage: str) -> dict:
         flight = 1.0
     psi = device_parameters(setup.params, tp, setup.blocks, n_here, first, last)
     psi_train = psi * setup.train_share
-    weights, grads, states = data.state_memory(psi, psi_train, level, replicas, setup.widths)
+    weights, grads, states = data.state_memory(psi, psi_train, level, replicas, setup.widths, pp)
     a = setup.acts
     t_sp = np.where(lay["sp"], tp, 1)
     acts = _block_activations(setup, lay, micro, flight, n_here)
@@ -92,7 +92,7 @@ def stage_memory(setup: Setup, lay: dict, micro, stage: str) -> dict:
     after = last * (after + a.after_replicated.fixed + a.after_sharded.fixed / tp)
     acts = acts + setup.act_scale * (before + after)
     units = np.maximum(n_here * setup.fsdp_units / setup.blocks, 1)
-    temps = data.temporaries(psi, psi_train, level, replicas, units, setup.widths)
+    temps = data.temporaries(psi, psi_train, level, replicas, units, setup.widths, pp)
     temps = temps + setup.profile.memory.temporary_peak_bytes.at(micro) * setup.act_scale / (tp * cp)
     temps = temps + np.where(setup.fp8, FP8_WEIGHT_BYTES * block_weights(setup.params, tp, setup.blocks, n_here), 0.0)
     if stage == "mid":  # no middle stage: nothing there

@@ -28,8 +28,14 @@ from advisor.vocab import BLOCK_MATMUL_DTYPE
 REGIONS = ("before", "block", "after")
 FP8_CAST_SHARE = 0.75
 # The sums a pass evaluation returns, each an array over the layouts evaluated:
-# (region, phase) for region in before|block|after|core and phase in forward|backward, plus the optimizer.
-KEYS = tuple((r, p) for r in (*REGIONS, "core") for p in ("forward", "backward")) + (("optimizer", "optimizer"),)
+# (region, phase) for region in before|block|after|core and phase in forward|backward, the optimizer, and the
+# forward weight casts of each region (what a run that keeps 16-bit weights does not do).
+KEYS = tuple((r, p) for r in (*REGIONS, "core") for p in ("forward", "backward")) + (
+    ("optimizer", "optimizer"),
+    *((f"cast-{r}", "forward") for r in REGIONS),  # the forward weight casts of each region (also in its sum)
+    ("elementwise", "forward"),  # the blocks' elementwise and memory-bound ops (also in the block sums)
+    ("elementwise", "backward"),
+)
 
 
 def _curve(steps) -> tuple[np.ndarray, np.ndarray]:
@@ -113,6 +119,10 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
             masks[j, KEYS.index((region, op.phase))] = 1.0
             if roles.core[i]:
                 masks[j, KEYS.index(("core", op.phase))] = 1.0
+            if roles.weight_cast and roles.weight_cast[i] and name == op.op:
+                masks[j, KEYS.index((f"cast-{region}", "forward"))] = 1.0
+            elif region == "block" and category != "matrix":
+                masks[j, KEYS.index(("elementwise", op.phase))] = 1.0
     col = np.array([r[4:] for r in rows], dtype=float).reshape(n, 4)
     return OpTable(
         f_fix=col[:, 0],

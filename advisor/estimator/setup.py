@@ -50,6 +50,8 @@ class Setup:
     has_scores: bool  # the attention keeps score matrices (unfused): selective recomputation frees them
     model_flops: dict  # forward + backward FLOPs of the whole model per micro-batch: fixed + per sample
     peak: float  # the dense matrix peak in the compute dtype (what MFU is measured against)
+    fused: float  # the family's fused_elementwise
+    tp_overlap: float  # the family's tp_overlap
 
 
 def check_precision(device: Device, precision: str) -> None:
@@ -190,6 +192,8 @@ def setup_for(
         has_scores=acts.block_scores.per_sample > 0,
         model_flops=_cached(cache, ("flops", id(profile)), dict),
         peak=peak_for(device, COMPUTE_DTYPE[precision], "matrix")[0] or device.peak("fp32", "vector"),
+        fused=eff.fused_elementwise,
+        tp_overlap=eff.tp_overlap,
     )
     if cache is not None:
         cache[key] = setup
@@ -236,6 +240,8 @@ def stack(setups: list[Setup], which) -> Setup:
         act_scale=column(lambda s: s.act_scale),
         fp8=column(lambda s: s.fp8, dtype=bool),
         peak=column(lambda s: s.peak),
+        fused=column(lambda s: s.fused),
+        tp_overlap=column(lambda s: s.tp_overlap),
         fabric=Fabrics([s.fabric for s in setups], np.asarray(which)),
     )
 

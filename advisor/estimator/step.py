@@ -19,6 +19,27 @@ from advisor.estimator.setup import Setup
 RECOMPUTE_CODES = ("none", "selective", "full")
 
 
+def adjust_passes(passes: dict, level, fused) -> dict:
+    """The passes as the layout runs them. Shardings that keep 16-bit weights (ZeRO-1/2: the optimizer's fp32
+    master is the only fp32 copy; FSDP: weights are gathered in the compute dtype) run without autocast's
+    forward casts of the weights, which only DDP over fp32 weights does on every micro-batch. The blocks'
+    elementwise ops keep the share `fused` (the family's `fused_elementwise`) of their eager time."""
+    sixteen = np.asarray(level) >= 1
+    out = {}
+    for what, sums in passes.items():
+        sums = dict(sums)
+        for region in ("before", "block", "after"):
+            cast = sums.get((f"cast-{region}", "forward"))
+            if cast is not None:
+                sums[(region, "forward")] = sums[(region, "forward")] - np.where(sixteen, cast, 0.0)
+        if what != "flops":
+            for phase in ("forward", "backward"):
+                saved = (1.0 - np.asarray(fused)) * sums[("elementwise", phase)]
+                sums[("block", phase)] = sums[("block", phase)] - saved
+        out[what] = sums
+    return out
+
+
 def layout_arrays(setup: Setup, layout: Layout, m: int) -> dict:
     """One layout as the arrays `step_arrays` and `memory_arrays` take (the search passes many at once)."""
     one = lambda v: np.asarray([v])  # noqa: E731
@@ -60,7 +81,7 @@ def step_arrays(setup: Setup, lay: dict, micro, passes: dict) -> dict:
     if st is not None and st.hidden and st.seq_len:
         tp_msg = micro * st.seq_len / cp * st.hidden * width  # b·s·h of one all-reduce
         ar = sum(data._group("all_reduce", tp_msg, tp, 1, fabric))
-        tp_blk = np.where(tp > 1, np.where(rec == 2, 6, 4) * ar, 0.0)
+        tp_blk = np.where(tp > 1, np.where(rec == 2, 6, 4) * ar * (1.0 - setup.tp_overlap), 0.0)
         if st.heads:
             step = _p2p(context.kv_chunk_bytes(st, micro, cp, tp, width), cp, tp, fabric)
             cp_tot, cp_blk = context.ring(step, cp, cf, cb, rec == 2)
@@ -88,7 +109,7 @@ def step_arrays(setup: Setup, lay: dict, micro, passes: dict) -> dict:
     psi_train = psi * setup.train_share
     replicas = dp * cp
     dpc = data.traffic(
-        psi, psi_train, lay["level"], replicas, tp, m, fwd, bwd + n_slow * recompute, setup.widths, fabric
+        psi, psi_train, lay["level"], replicas, tp, m, fwd, bwd + n_slow * recompute, setup.widths, fabric, pp
     )
     opt_full = s[("optimizer", "optimizer")]
     opt_share = data.optimizer_share(psi_train, setup.profile.trainable_parameters, lay["level"], replicas)

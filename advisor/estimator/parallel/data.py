@@ -24,6 +24,10 @@ Traffic per step, each collective over the N replicas (placed tp apart, so insid
   backward pass, and the same all-gather.
 - FSDP: per micro-batch an all-gather of the weights for the forward pass, another for the backward pass and a
   reduce-scatter of the gradients, each hidden behind the pass it serves (prefetching).
+- FSDP under a pipeline (pp > 1) runs as PyTorch's pipelining schedules run it: the weights are gathered once
+  and kept until the step's last backward (torchtitan: no resharding after forward with PP), the gradients
+  accumulate unsharded and are reduce-scattered once, after the last backward; so its traffic is ZeRO-1's in the
+  compute dtype, and a device holds the stage's gathered weights and fp32 gradients during the step.
 The optimizer steps on the 1/N of the state a sharded rank owns.
 """
 
@@ -54,21 +58,25 @@ def widths(precision: str, states: float) -> dict[str, float]:
     }
 
 
-def state_memory(psi, psi_train, level, replicas, w: dict[str, float]):
+def state_memory(psi, psi_train, level, replicas, w: dict[str, float], pp=1):
     """(weights, gradients, optimizer state) bytes per device; every argument may be an array."""
     zero12 = (level == 1) | (level == 2)
     n = np.maximum(replicas, 1)
+    piped = (level == 3) & (np.asarray(pp) > 1) & (n > 1)  # FSDP under a pipeline: gathered for the step
     weights = psi * np.where(zero12, w["w16"], w["w32"]) / np.where(level >= 3, n, 1)
-    grads = psi_train * np.where(zero12, w["g16"], w["g32"]) / np.where(level >= 2, n, 1)
+    weights = weights + np.where(piped, psi * w["compute"], 0.0)
+    grads = psi_train * np.where(zero12, w["g16"], w["g32"]) / np.where((level >= 2) & ~piped, n, 1)
     states = psi_train * np.where(zero12, w["s16"], w["s32"]) / np.where(level >= 1, n, 1)
     return weights, grads, states
 
 
-def temporaries(psi, psi_train, level, replicas, blocks_here, w: dict[str, float]):
-    """DDP's gradient buckets, or FSDP's two gathered units (a unit = one repeated block's weights)."""
+def temporaries(psi, psi_train, level, replicas, blocks_here, w: dict[str, float], pp=1):
+    """DDP's gradient buckets, or FSDP's two gathered units (a unit = one repeated block's weights; under a
+    pipeline the whole stage stays gathered instead, counted with the weights)."""
     many = replicas > 1
     buckets = np.where(many & (level == 0), psi_train * w["g32"], 0.0)
-    units = np.where(many & (level == 3), 2 * psi / np.maximum(blocks_here, 1) * w["compute"], 0.0)
+    per_micro = many & (level == 3) & (np.asarray(pp) == 1)
+    units = np.where(per_micro, 2 * psi / np.maximum(blocks_here, 1) * w["compute"], 0.0)
     return buckets + units
 
 
@@ -109,7 +117,7 @@ def grouped(per_byte, nbytes, n, stride, fabric: Fabric | Fabrics):
     return out[0], out[1]
 
 
-def traffic(psi, psi_train, level, replicas, stride, m, fwd, bwd, w: dict[str, float], fabric: Fabric) -> dict:
+def traffic(psi, psi_train, level, replicas, stride, m, fwd, bwd, w: dict[str, float], fabric, pp=1) -> dict:
     """Data-parallel collectives of one step on one device: total, exposed, intra/inter seconds and bytes.
     `fwd` and `bwd` are one micro-batch's forward and backward pass on the device (what hides them)."""
     zero12 = (level == 1) | (level == 2)
@@ -124,20 +132,22 @@ def traffic(psi, psi_train, level, replicas, stride, m, fwd, bwd, w: dict[str, f
     bucket_rs = sum(_group("reduce_scatter", np.minimum(grads, DDP_BUCKET_BYTES), replicas, stride, fabric))
     t_ar, t_rs, t_ag16, t_agc = sum(ar), sum(rs), sum(ag16), sum(agc)
     per_micro_rs = np.maximum(t_rs - bwd, bucket_rs)
+    piped = (level == 3) & (np.asarray(pp) > 1)
     exposed = np.select(
-        [level == 0, level == 1, level == 2],
+        [level == 0, level == 1, level == 2, piped],
         [
             np.maximum(t_ar - bwd, bucket_ar),
             per_micro_rs + np.maximum(0.0, t_ag16 - fwd),
             m * per_micro_rs + np.maximum(0.0, t_ag16 - fwd),
+            per_micro_rs + np.maximum(0.0, t_agc - fwd),
         ],
         m * (np.maximum(0.0, t_agc - fwd) + np.maximum(0.0, t_agc + t_rs - bwd)),
     )
     # how many of each collective a step runs, per sharding
     n_ar = np.where(level == 0, 1.0, 0.0)
-    n_rs = np.select([level == 1, level == 2, level == 3], [1.0, m, m], 0.0)
+    n_rs = np.select([level == 1, level == 2, piped, level == 3], [1.0, m, 1.0, m], 0.0)
     n_ag16 = np.where(zero12, 1.0, 0.0)
-    n_agc = np.where(level == 3, 2.0 * m, 0.0)
+    n_agc = np.select([piped, level == 3], [1.0, 2.0 * m], 0.0)
     intra = n_ar * ar[0] + n_rs * rs[0] + n_ag16 * ag16[0] + n_agc * agc[0]
     inter = n_ar * ar[1] + n_rs * rs[1] + n_ag16 * ag16[1] + n_agc * agc[1]
     moved = (n_ar + n_rs) * grads + n_ag16 * weights16 + n_agc * gathered

@@ -3,7 +3,7 @@ al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using M
 
 - Stages: the blocks in order, `blocks // pp` each, the remainder going to the middle stages first (the first
   stage also runs the embedding, the last one the head and the loss), so an uneven split is allowed and its
-  slowest stage sets the pace.
+  slowest stage sets the pace; with v interleaved chunks per stage each chunk holds about blocks/(pp·v).
 - Time of a step with m micro-batches: the slowest stage's forward + backward per micro-batch (T_max) m times,
   plus the bubble: the other stages' share of the fill and drain, `(Σ T_s − T_max) / v`, which is
   `(pp−1)/m` of the work for even stages and `(pp−1)/(v·m)` with v interleaved chunks per stage.
@@ -21,7 +21,7 @@ import functools
 import numpy as np
 
 from advisor.errors import UserError
-from advisor.estimator.layout import Layout, divisors, nearest
+from advisor.estimator.layout import Layout, nearest
 from advisor.profiler.schema import Structure
 
 
@@ -72,15 +72,11 @@ def check(layout: Layout, structure: Structure | None) -> list[str]:
             f"--pp {layout.pp} is more than the {blocks} repeated blocks of the model (a stage needs one at least)",
             f"use --pp {blocks} or less",
         )
-    if layout.vpp > 1 and blocks % (layout.pp * layout.vpp):
-        valid = (
-            [v for v in divisors(blocks // layout.pp) if blocks % (layout.pp * v) == 0]
-            if blocks % layout.pp == 0
-            else [1]
-        )
+    if layout.vpp > 1 and blocks < layout.pp * layout.vpp:
+        valid = [v for v in range(1, blocks // layout.pp + 1)]
         raise UserError(
-            f"--vpp {layout.vpp} with --pp {layout.pp}: the interleaved schedule needs the {blocks} blocks to split "
-            f"evenly into pp·vpp = {layout.pp * layout.vpp} chunks",
+            f"--vpp {layout.vpp} with --pp {layout.pp}: the interleaved schedule needs a block in each of the "
+            f"pp·vpp = {layout.pp * layout.vpp} chunks, and the model has {blocks} blocks",
             f"use --vpp {' or '.join(map(str, nearest(layout.vpp, valid)))}",
         )
     counts = stage_blocks(blocks, layout.pp)

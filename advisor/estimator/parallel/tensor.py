@@ -33,12 +33,14 @@ from advisor.profiler.structure import in_block, is_weight_op, shapes_of
 class Roles:
     """Per profile record: where it runs (before|block|after|optimizer), whether tp splits it, whether it is
     the attention core (selective recomputation, ring attention's overlap), whether it is a block weight matmul
-    (what FP8 recipes run on the FP8 units)."""
+    (what FP8 recipes run on the FP8 units), whether it is the forward cast of a weight to the compute dtype
+    (what autocast does on every micro-batch, and runs that keep 16-bit weights never do)."""
 
     region: tuple[str, ...]
     sharded: tuple[bool, ...]
     core: tuple[bool, ...]
     block_matmul: tuple[bool, ...]
+    weight_cast: tuple[bool, ...] = ()
 
 
 def _scores(shapes: list[tuple[int, ...]], heads: int | None) -> bool:
@@ -57,12 +59,12 @@ def roles(profile: Profile, structure: Structure | None) -> Roles:
     n = len(profile.ops)
     if structure is None:  # nothing repeats: every op is 'before' the (absent) blocks, nothing splits
         region = tuple("optimizer" if o.phase == "optimizer" else "before" for o in profile.ops)
-        return Roles(region, (False,) * n, (False,) * n, (False,) * n)
+        return Roles(region, (False,) * n, (False,) * n, (False,) * n, (False,) * n)
     prefix, hidden, heads, batch = structure.block_module, structure.hidden, structure.heads, profile.batch_size
     fitted = profile.linear_in_batch
     first_block = next((i for i, o in enumerate(profile.ops) if o.phase == "forward" and in_block(o.module, prefix)), n)
     before_modules = {o.module for o in profile.ops[:first_block] if o.phase == "forward" and o.module}
-    region, sharded, core, block_mm = [], [], [], []
+    region, sharded, core, block_mm, casts = [], [], [], [], []
     for i, op in enumerate(profile.ops):
         if op.phase == "optimizer":
             where = "optimizer"
@@ -76,7 +78,8 @@ def roles(profile: Profile, structure: Structure | None) -> Roles:
         weight = op.category == "matrix" and is_weight_op(op, batch, fitted)
         total = op.bytes_read.at(batch) + op.bytes_written.at(batch)
         fixed = op.bytes_read.fixed + op.bytes_written.fixed
-        if op.category == "matrix" or (total > 0 and fixed > 0.5 * total):
+        weight_op = total > 0 and fixed > 0.5 * total
+        if op.category == "matrix" or weight_op:
             split = True  # matmuls, and the casts of the weights they use
         else:  # hidden-wide: whole on every rank; lists of tensors (no shape: concatenations of heads) split
             split = not shapes or hidden is None or shapes[0][-1:] != (hidden,)
@@ -89,7 +92,8 @@ def roles(profile: Profile, structure: Structure | None) -> Roles:
         sharded.append(where != "optimizer" and split)
         core.append(is_core)
         block_mm.append(where == "block" and weight)
-    return Roles(tuple(region), tuple(sharded), tuple(core), tuple(block_mm))
+        casts.append(op.phase == "forward" and op.op == "aten._to_copy" and op.category == "memory" and weight_op)
+    return Roles(tuple(region), tuple(sharded), tuple(core), tuple(block_mm), tuple(casts))
 
 
 def parameter_parts(profile: Profile, structure: Structure | None) -> dict[str, float]:

@@ -71,20 +71,77 @@ class OpTable:
     dtypes: list[str]
 
 
-def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, precision: str) -> OpTable:
+@dataclass
+class _Records:
+    """The device-independent part of an op table: one profile under one precision."""
+
+    rows: list[tuple]  # (record index, category, dtype, op name, phase)
+    values: np.ndarray  # N × 4: flops fixed, flops per sample, bytes fixed, bytes per sample
+    calls: np.ndarray
+    sharded: np.ndarray
+    free: np.ndarray
+    masks: np.ndarray
+
+
+_RECORDS: dict = {}
+
+
+def _records(profile: Profile, roles: Roles, precision: str) -> _Records:
+    key = (id(profile), id(roles), precision)
+    hit = _RECORDS.get(key)
+    if hit is not None and hit[0] is profile:
+        return hit[1]
     fp8 = BLOCK_MATMUL_DTYPE.get(precision)
     rows: list[tuple] = []
+    values: list[tuple] = []
     for i, op in enumerate(profile.ops):
         dtype = effective_dtype(op.dtype, op.category, profile.precision, precision)
         if fp8 and roles.block_matmul[i]:
             dtype = fp8
         scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
-        bytes_fix = (op.bytes_read.fixed + op.bytes_written.fixed) * scale
-        bytes_per = (op.bytes_read.per_sample + op.bytes_written.per_sample) * scale
-        rows.append((i, op.category, dtype, op.op, op.flops.fixed, op.flops.per_sample, bytes_fix, bytes_per))
+        rows.append((i, op.category, dtype, op.op, op.phase))
+        values.append(
+            (
+                op.flops.fixed,
+                op.flops.per_sample,
+                (op.bytes_read.fixed + op.bytes_written.fixed) * scale,
+                (op.bytes_read.per_sample + op.bytes_written.per_sample) * scale,
+            )
+        )
         if fp8 and roles.block_matmul[i]:
             cast = (op.bytes_read.per_sample + op.bytes_written.per_sample) * byte_scale(op.dtype, "bf16")
-            rows.append((i, "memory", "bf16", "fp8.cast", 0.0, 0.0, 0.0, FP8_CAST_SHARE * cast))
+            rows.append((i, "memory", "bf16", "fp8.cast", op.phase))
+            values.append((0.0, 0.0, 0.0, FP8_CAST_SHARE * cast))
+    n = len(rows)
+    masks = np.zeros((n, len(KEYS)))
+    calls = np.zeros(n)
+    sharded = np.zeros(n, dtype=bool)
+    free = np.zeros(n, dtype=bool)
+    for j, (i, category, _dtype, name, phase) in enumerate(rows):
+        op = profile.ops[i]
+        calls[j] = max(op.count, 1.0)
+        region = roles.region[i]
+        sharded[j] = roles.sharded[i]
+        free[j] = region == "optimizer"
+        if region == "optimizer":
+            masks[j, KEYS.index(("optimizer", "optimizer"))] = 1.0
+            continue
+        masks[j, KEYS.index((region, phase))] = 1.0
+        if roles.core[i]:
+            masks[j, KEYS.index(("core", phase))] = 1.0
+        if roles.weight_cast and roles.weight_cast[i] and name == op.op:
+            masks[j, KEYS.index((f"cast-{region}", "forward"))] = 1.0
+        elif region == "block" and category != "matrix":
+            masks[j, KEYS.index(("elementwise", phase))] = 1.0
+    out = _Records(rows, np.asarray(values, dtype=float).reshape(n, 4), calls, sharded, free, masks)
+    if len(_RECORDS) > 64:  # a long-lived process with many profiles: forget the old ones
+        _RECORDS.clear()
+    _RECORDS[key] = (profile, out)
+    return out
+
+
+def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, precision: str) -> OpTable:
+    rec = _records(profile, roles, precision)
     curves: list = []
     curve_ids: dict[int, int] = {}
 
@@ -96,40 +153,29 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
             curves.append(_curve(steps))
         return curve_ids[id(steps)]
 
-    n = len(rows)
-    peak, eta, curve, conv, overhead, calls = (np.zeros(n) for _ in range(6))
-    masks = np.zeros((n, len(KEYS)))
-    sharded = np.zeros(n, dtype=bool)
-    free = np.zeros(n, dtype=bool)
-    for j, (i, category, dtype, name, *_rest) in enumerate(rows):
-        op = profile.ops[i]
-        calls[j] = max(op.count, 1.0)
-        overhead[j] = overhead_for(eff, op.phase)
-        if category != "memory":
-            peak[j] = peak_for(device, dtype, category)[0] or np.nan
-        constant, matrix, conv_steps = efficiency_source(eff, category, dtype, name)
-        eta[j] = np.nan if constant is None else constant
-        curve[j], conv[j] = curve_index(matrix), curve_index(conv_steps)
-        region = roles.region[i]
-        sharded[j] = roles.sharded[i]
-        free[j] = region == "optimizer"
-        if region == "optimizer":
-            masks[j, KEYS.index(("optimizer", "optimizer"))] = 1.0
-        else:
-            masks[j, KEYS.index((region, op.phase))] = 1.0
-            if roles.core[i]:
-                masks[j, KEYS.index(("core", op.phase))] = 1.0
-            if roles.weight_cast and roles.weight_cast[i] and name == op.op:
-                masks[j, KEYS.index((f"cast-{region}", "forward"))] = 1.0
-            elif region == "block" and category != "matrix":
-                masks[j, KEYS.index(("elementwise", op.phase))] = 1.0
-    col = np.array([r[4:] for r in rows], dtype=float).reshape(n, 4)
+    n = len(rec.rows)
+    peak, eta, curve, conv, overhead = (np.zeros(n) for _ in range(5))
+    device_constants: dict[tuple, tuple] = {}  # the few distinct (category, dtype, op, phase) of a profile
+    for j, (_i, category, dtype, name, phase) in enumerate(rec.rows):
+        key = (category, dtype, name, phase)
+        constants = device_constants.get(key)
+        if constants is None:
+            unit_peak = (peak_for(device, dtype, category)[0] or np.nan) if category != "memory" else 0.0
+            constant, matrix, conv_steps = efficiency_source(eff, category, dtype, name)
+            constants = device_constants[key] = (
+                unit_peak,
+                np.nan if constant is None else constant,
+                curve_index(matrix),
+                curve_index(conv_steps),
+                overhead_for(eff, phase),
+            )
+        peak[j], eta[j], curve[j], conv[j], overhead[j] = constants
     return OpTable(
-        f_fix=col[:, 0],
-        f_per=col[:, 1],
-        b_fix=col[:, 2],
-        b_per=col[:, 3],
-        calls=calls,
+        f_fix=rec.values[:, 0],
+        f_per=rec.values[:, 1],
+        b_fix=rec.values[:, 2],
+        b_per=rec.values[:, 3],
+        calls=rec.calls,
         overhead=overhead,
         peak=peak,
         eta=eta,
@@ -138,10 +184,10 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         curves=curves,
         memory_curve=_curve(eff.memory),
         bandwidth=device.memory_bandwidth,
-        sharded=sharded,
-        layout_free=free,
-        masks=masks,
-        dtypes=[r[2] for r in rows],
+        sharded=rec.sharded,
+        layout_free=rec.free,
+        masks=rec.masks,
+        dtypes=[r[2] for r in rec.rows],
     )
 
 

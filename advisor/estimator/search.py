@@ -244,31 +244,32 @@ def _micro_batches(rows: np.ndarray, m1: np.ndarray, m2: np.ndarray, capacity: n
 
 
 def _passes(setups: list[Setup], rows: np.ndarray, cache: dict | None) -> dict:
-    """pass_times sums per row: computed once per distinct (op table, micro-batch, tp, cp)."""
-    out = {
-        w: {key: np.zeros(len(rows)) for key in KEYS}
-        for w in ("seconds", "compute_s", "memory_s", "overhead_s", "flops")
-    }
-    tables = [id(s.table) for s in setups]
-    table_of = np.asarray(tables)[rows[:, 0]] if rows.size else np.zeros(0, dtype=np.int64)
-    for table_id in set(tables):
-        where = np.flatnonzero(table_of == table_id)
-        if not where.size:
+    """pass_times sums per row: computed once per distinct (op table, micro-batch, tp, cp), then gathered."""
+    whats = ("seconds", "compute_s", "memory_s", "overhead_s", "flops")
+    table_ids = [id(s.table) for s in setups]
+    distinct = list(dict.fromkeys(table_ids))
+    table_of = np.asarray([distinct.index(t) for t in table_ids])[rows[:, 0]]
+    code = ((table_of * 4096 + rows[:, 7]) * 4096 + rows[:, 2]) * 4096 + rows[:, 5]  # (table, micro, tp, cp)
+    present, index = np.unique(code, return_inverse=True)
+    blocks = {w: [] for w in whats}
+    for t, table_id in enumerate(distinct):
+        mine = present[(present >> 36) == t]
+        if not mine.size:
             continue
-        table = next(s.table for s in setups if id(s.table) == table_id)
-        micro, tp, cp = rows[where, 7], rows[where, 2], rows[where, 5]
-        code = (micro * 4096 + tp) * 4096 + cp
-        present, index = np.unique(code, return_inverse=True)
-        key = ("search-passes", table_id, present.tobytes())
+        table = setups[table_ids.index(table_id)].table
+        micro, tp, cp = (mine >> 24) & 4095, (mine >> 12) & 4095, mine & 4095
+        key = ("search-passes", table_id, mine.tobytes())
         passes = cache.get(key) if cache is not None else None
         if passes is None:
-            tps = present // 4096 % 4096
-            passes = pass_times(table, present // 4096**2, tps, present % 4096, tps > 1)
+            passes = pass_times(table, micro, tp, cp, tp > 1)
             if cache is not None:
                 cache[key] = passes
-        for what, sums in passes.items():
-            for k, values in sums.items():
-                out[what][k][where] = values[index]
+        for w in whats:
+            blocks[w].append(np.stack([passes[w][k] for k in KEYS], axis=1))
+    out = {}
+    for w in whats:
+        gathered = np.concatenate(blocks[w])[index]
+        out[w] = {k: gathered[:, j] for j, k in enumerate(KEYS)}
     return out
 
 

@@ -59,7 +59,7 @@ def layout_arrays(setup: Setup, layout: Layout, m: int) -> dict:
 
 def _p2p(nbytes, n, stride, fabric):
     """p2p_time over arrays (seconds of one send)."""
-    return data.grouped(lambda f, n_, s_: (p2p_time(1.0, n_, s_, f)[0], 0.0), nbytes, n, stride, fabric)[0]
+    return data.Groups(n, stride, fabric).time("p2p", lambda f, n_, s_: (p2p_time(1.0, n_, s_, f)[0], 0.0), nbytes)[0]
 
 
 def step_arrays(setup: Setup, lay: dict, micro, passes: dict) -> dict:

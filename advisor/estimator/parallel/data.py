@@ -80,9 +80,65 @@ def temporaries(psi, psi_train, level, replicas, blocks_here, w: dict[str, float
     return buckets + units
 
 
+class Groups:
+    """The groups of many layouts (n ranks `stride` apart, on each row's fabric), indexed once, so that each
+    collective over them costs one table look-up: the ring model is latency + linear in the bytes, so the time
+    for one byte of each distinct (fabric, n, stride) scales to every message size."""
+
+    def __init__(self, n, stride, fabric: Fabric | Fabrics):
+        n, stride = np.broadcast_arrays(np.asarray(n, np.int64), np.asarray(stride, np.int64))
+        if isinstance(fabric, Fabrics):
+            self.fabrics, which = fabric.fabrics, np.broadcast_to(fabric.index, n.shape)
+        else:
+            self.fabrics, which = [fabric], np.zeros(n.shape, dtype=np.int64)
+        self.ns, self.strides = _distinct(n), _distinct(stride)
+        self.size = len(self.ns) * len(self.strides)
+        self.pair = (
+            which * self.size + np.searchsorted(self.ns, n) * len(self.strides) + np.searchsorted(self.strides, stride)
+        )
+        self.present = _distinct(self.pair)
+        self.latency = np.asarray([f.latency_s for f in self.fabrics])[which]
+        self.ones: dict[str, np.ndarray] = {}
+
+    def one_byte(self, name: str, per_byte) -> np.ndarray:
+        """Per row, (intra, inter) seconds of `per_byte` for one byte (memoized by `name`)."""
+        if name not in self.ones:
+            table = np.zeros((len(self.fabrics) * self.size, 2))
+            if len(_PER_BYTE) > 100_000:
+                _PER_BYTE.clear()
+            for k in self.present:  # only the groups some layout has
+                rest = k % self.size
+                f = self.fabrics[k // self.size]
+                n_k, s_k = int(self.ns[rest // len(self.strides)]), int(self.strides[rest % len(self.strides)])
+                key = (name, *vars(f).values(), n_k, s_k)
+                value = _PER_BYTE.get(key)
+                if value is None:
+                    value = _PER_BYTE[key] = per_byte(f, n_k, s_k)
+                table[k] = value
+            self.ones[name] = table[self.pair]
+        return self.ones[name]
+
+    def time(self, name: str, per_byte, nbytes) -> tuple[np.ndarray, np.ndarray]:
+        ones = self.one_byte(name, per_byte)
+        b = np.broadcast_to(np.asarray(nbytes, float), self.pair.shape)
+        out = []
+        for level in range(2):
+            t = ones[..., level]
+            out.append(np.where((b > 0) & (t > 0), self.latency + (t - self.latency) * b, 0.0))
+        return out[0], out[1]
+
+    def collective(self, kind: str, nbytes) -> tuple[np.ndarray, np.ndarray]:
+        """group_parts over arrays: (intra, inter) seconds. All-gather and reduce-scatter cost the same."""
+        ring = "all_reduce" if kind == "all_reduce" else "reduce_scatter"
+        return self.time(ring, lambda f, n_, s_: group_parts(ring, 1.0, n_, s_, f), nbytes)
+
+
 def _group(kind: str, nbytes, n, stride, fabric):
-    """group_parts over arrays: (intra, inter) seconds."""
-    return grouped(lambda f, n_, s_: group_parts(kind, 1.0, n_, s_, f), nbytes, n, stride, fabric)
+    """group_parts over arrays for one collective: (intra, inter) seconds."""
+    return Groups(n, stride, fabric).collective(kind, nbytes)
+
+
+_PER_BYTE: dict = {}  # (what, fabric, n, stride) -> seconds for one byte: the same groups recur in every pass
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
@@ -92,31 +148,6 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.bincount(values.ravel()))
 
 
-def grouped(per_byte, nbytes, n, stride, fabric: Fabric | Fabrics):
-    """Apply a (fabric, n, stride) -> (intra, inter) seconds-for-one-byte function over arrays: the ring model
-    is latency + linear in the bytes, so one evaluation per distinct group scales to every message size.
-    `fabric` is one Fabric, or Fabrics (one per row)."""
-    b, n, stride = np.broadcast_arrays(np.asarray(nbytes, float), np.asarray(n, np.int64), np.asarray(stride, np.int64))
-    if isinstance(fabric, Fabrics):
-        fabrics, which = fabric.fabrics, np.broadcast_to(fabric.index, b.shape)
-    else:
-        fabrics, which = [fabric], np.zeros(b.shape, dtype=np.int64)
-    ns, strides = _distinct(n), _distinct(stride)
-    size = len(ns) * len(strides)
-    pair = which * size + np.searchsorted(ns, n) * len(strides) + np.searchsorted(strides, stride)
-    table = np.zeros((len(fabrics) * size, 2))
-    latency = np.asarray([f.latency_s for f in fabrics])[which]
-    for k in _distinct(pair):  # only the groups some layout has
-        rest = k % size
-        table[k] = per_byte(fabrics[k // size], int(ns[rest // len(strides)]), int(strides[rest % len(strides)]))
-    ones = table[pair]
-    out = []
-    for level in range(2):
-        t = ones[..., level]
-        out.append(np.where((b > 0) & (t > 0), latency + (t - latency) * b, 0.0))
-    return out[0], out[1]
-
-
 def traffic(psi, psi_train, level, replicas, stride, m, fwd, bwd, w: dict[str, float], fabric, pp=1) -> dict:
     """Data-parallel collectives of one step on one device: total, exposed, intra/inter seconds and bytes.
     `fwd` and `bwd` are one micro-batch's forward and backward pass on the device (what hides them)."""
@@ -124,12 +155,13 @@ def traffic(psi, psi_train, level, replicas, stride, m, fwd, bwd, w: dict[str, f
     grads = psi_train * np.where(zero12, w["g16"], w["g32"])
     weights16 = psi * w["w16"]
     gathered = psi * w["compute"]
-    ar = _group("all_reduce", grads, replicas, stride, fabric)
-    rs = _group("reduce_scatter", grads, replicas, stride, fabric)
-    ag16 = _group("all_gather", weights16, replicas, stride, fabric)
-    agc = _group("all_gather", gathered, replicas, stride, fabric)
-    bucket_ar = sum(_group("all_reduce", np.minimum(grads, DDP_BUCKET_BYTES), replicas, stride, fabric))
-    bucket_rs = sum(_group("reduce_scatter", np.minimum(grads, DDP_BUCKET_BYTES), replicas, stride, fabric))
+    groups = Groups(replicas, stride, fabric)
+    ar = groups.collective("all_reduce", grads)
+    rs = groups.collective("reduce_scatter", grads)
+    ag16 = groups.collective("all_gather", weights16)
+    agc = groups.collective("all_gather", gathered)
+    bucket_ar = sum(groups.collective("all_reduce", np.minimum(grads, DDP_BUCKET_BYTES)))
+    bucket_rs = sum(groups.collective("reduce_scatter", np.minimum(grads, DDP_BUCKET_BYTES)))
     t_ar, t_rs, t_ag16, t_agc = sum(ar), sum(rs), sum(ag16), sum(agc)
     per_micro_rs = np.maximum(t_rs - bwd, bucket_rs)
     piped = (level == 3) & (np.asarray(pp) > 1)

@@ -98,6 +98,14 @@ OPTIMIZER_STATES: dict[str, int] = {"adamw": 2, "adam": 2, "sgd": 1}
 # Where a model is profiled: the local GPU or CPU (auto picks), or meta (counts without memory).
 PROFILE_DEVICES: tuple[str, ...] = ("auto", "cuda", "cpu", "meta")
 
+# ---- where a model comes from ----
+# file: a model file; shipped: a reference model file in profiles/models/; the others build a library's model
+# by name or from its configuration (hf:ID or hf:PATH/config.json, timm:NAME, torchvision:NAME).
+MODEL_SOURCES: tuple[str, ...] = ("file", "shipped", "hf", "timm", "torchvision")
+ModelSourceKind = Literal[MODEL_SOURCES]
+# The Hugging Face tasks `advisor profile hf:...` builds a model for (a head and a loss each).
+HF_TASKS: tuple[str, ...] = ("causal-lm", "masked-lm", "seq-cls", "image-cls")
+
 
 def check_choice(value: str | None, choices: tuple[str, ...], option: str) -> None:
     """A value typed for `option` must be one of `choices`: else a UserError with the closest spelling."""

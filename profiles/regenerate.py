@@ -10,7 +10,6 @@ Runs from the repository root; about a minute for all of them on two cores.
 
 from __future__ import annotations
 
-import ast
 import sys
 import time
 from pathlib import Path
@@ -32,19 +31,16 @@ NAMES = (
     "gpt3_175b",
     "lstm",
 )
-DEFAULT_PRECISION = "bf16-mixed"
 
 
 def settings(path: Path) -> tuple[int, str]:
     """BATCH_SIZE and PRECISION as the model file assigns them (read without running the file)."""
-    found = {"BATCH_SIZE": None, "PRECISION": DEFAULT_PRECISION}
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if node.targets[0].id in found:
-                found[node.targets[0].id] = ast.literal_eval(node.value)
-    if found["BATCH_SIZE"] is None:
+    from advisor.profiler.sources.shipped import settings as read
+
+    batch, precision = read(path)
+    if batch is None:
         raise SystemExit(f"{path} does not assign BATCH_SIZE")
-    return found["BATCH_SIZE"], found["PRECISION"]
+    return batch, precision
 
 
 def regenerate(name: str, out_dir: Path = ROOT / "profiles", batch_size: int | None = None):

@@ -30,6 +30,14 @@ def test_wheel_carries_catalog(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "catalog").rglob("*.yaml"))
     assert shipped and all(f"advisor/_data/{p}" in names for p in shipped)
+    # the light install: what `pip install advisor` pulls (requirements without an extra marker) has no torch
+    meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    required = [
+        line[len("Requires-Dist:") :].strip() for line in meta.splitlines() if line.startswith("Requires-Dist:")
+    ]
+    light = [r for r in required if "extra ==" not in r]
+    assert light and not [r for r in light if r.lower().startswith(("torch", "nvidia", "transformers"))], light
+    assert any(r.startswith("torch") and "extra == 'torch'" in r.replace('"', "'") for r in required), required
     # Install it alone in a target folder and run it from elsewhere: the data must come from the wheel.
     target = tmp_path / "site"
     inst = subprocess.run(

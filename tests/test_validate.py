@@ -30,7 +30,7 @@ def test_without_calibration_says_to_calibrate(tmp_path):
 def test_bad_model_files(tmp_path):
     env = {"XDG_CONFIG_HOME": str(tmp_path)}
     write_user_overlay(tmp_path)
-    assert_user_error(run_cli("validate", str(tmp_path / "missing.py"), env=env), "no such model file")
+    assert_user_error(run_cli("validate", str(tmp_path / "missing.py"), env=env), "missing.py does not exist")
     broken = tmp_path / "broken.py"
     broken.write_text("def build_model(:\n")
     assert_user_error(run_cli("validate", str(broken), env=env), "broken.py")

@@ -17,7 +17,7 @@ app = typer.Typer(
     name="advisor",
     help="Which hardware to train a PyTorch model on, how long it takes, and what it costs.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion and --show-completion; names come from advisor/cli/complete.py
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )

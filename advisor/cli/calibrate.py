@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import FormatOpt, note
+from advisor.cli.common import FormatOpt, note, require_torch
 from advisor.errors import UserError
 from advisor.io import check_writable, dump_yaml, write_atomic
 from advisor.render.output import Format, emit
@@ -78,6 +78,7 @@ def register(app: typer.Typer) -> None:
         fmt: FormatOpt = Format.table,
     ) -> None:
         """Measure matmul, memory bandwidth, elementwise work and per-op overhead of this machine (≤ 60 s)."""
+        require_torch("calibrate")
         if device not in DEVICES:
             raise UserError(f"unknown --device {device!r}", "use cpu or cuda")
         if threads is not None and threads < 1:

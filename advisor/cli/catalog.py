@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from advisor.cli import complete
 from advisor.cli.common import CatalogOpt, FormatOpt, note
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
@@ -29,8 +30,14 @@ def load(catalog_paths: list[Path] | None):
 @app.command("list")
 def list_cmd(
     what: Annotated[str, typer.Argument(help="devices, instances or all.")] = "all",
-    kind: Annotated[str | None, typer.Option(help="Only this device kind: cpu, gpu, tpu, accelerator.")] = None,
-    provider: Annotated[str | None, typer.Option(help="Only instances of this provider (aws, gcp, …).")] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(help="Only this device kind: cpu, gpu, tpu, accelerator.", autocompletion=complete.kind),
+    ] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option(help="Only instances of this provider (aws, gcp, …).", autocompletion=complete.provider),
+    ] = None,
     catalog: CatalogOpt = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
@@ -66,7 +73,12 @@ def list_cmd(
 
 @app.command("show")
 def show_cmd(
-    name: Annotated[str, typer.Argument(help="A device or instance: 'h100', 'H100 SXM', 'p5.48xlarge'.")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="A device or instance: 'h100', 'H100 SXM', 'p5.48xlarge'.", autocompletion=complete.hardware
+        ),
+    ],
     catalog: CatalogOpt = None,
     fmt: FormatOpt = Format.table,
 ) -> None:

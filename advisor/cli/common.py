@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from advisor.cli import complete
 from advisor.errors import UserError
 from advisor.render.output import Format
 
@@ -23,6 +24,29 @@ CatalogOpt = Annotated[
 ]
 
 
+ProfileArg = Annotated[
+    str, typer.Argument(help="A profile YAML, or the name of a shipped profile.", autocompletion=complete.profile)
+]
+TaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task",
+        autocompletion=complete.task,
+        help="hf: models: causal-lm, masked-lm, seq-cls or image-cls (default: from the config's architectures).",
+    ),
+]
+SeqLenOpt = Annotated[
+    int | None,
+    typer.Option("--seq-len", help="hf: text models: tokens per sample (default: the config's maximum positions)."),
+]
+TrustRemoteCodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-remote-code",
+        help="hf: models whose config needs the repository's own Python code: run it (with your permissions).",
+    ),
+]
+
 PlotOpt = Annotated[
     Path | None,
     typer.Option("--plot", help="Also draw the profile's ops on the device's roofline (PNG; needs matplotlib)."),
@@ -31,6 +55,18 @@ PlotOpt = Annotated[
 
 if TYPE_CHECKING:
     from advisor.profiler.schema import Profile
+
+
+def require_torch(command: str) -> None:
+    """Commands that run a model need PyTorch, which the light install leaves out: one line naming the extra."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise UserError(
+            f"advisor {command} needs PyTorch, which is not installed",
+            'pip install "advisor[torch]" (without a GPU, first the CPU build: '
+            "pip install torch --index-url https://download.pytorch.org/whl/cpu)",
+        )
 
 
 def check_plot(path: Path | None) -> None:
@@ -58,7 +94,7 @@ def fail(message: str, code: int = 2) -> None:
 def run_app(app: typer.Typer) -> None:
     """Run the typer app: user errors become one line and exit code 2, bugs exit 1 with a short report."""
     try:
-        code = app(standalone_mode=False)
+        code = app(prog_name="advisor", standalone_mode=False)  # also under python -m advisor
         if isinstance(code, int) and code:
             raise SystemExit(code)
     except UserError as exc:

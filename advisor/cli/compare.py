@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt
+from advisor.cli.common import CatalogOpt, FormatOpt, ProfileArg
 from advisor.cli.recommend import (
     Budget,
     Deadline,
@@ -21,6 +22,7 @@ from advisor.cli.recommend import (
     Steps,
     Tokens,
     build_question,
+    check_outputs,
 )  # fmt: skip
 from advisor.render.output import Format, emit
 
@@ -28,7 +30,7 @@ from advisor.render.output import Format, emit
 def register(app: typer.Typer) -> None:
     @app.command("compare")
     def compare_cmd(
-        profile: Annotated[str, typer.Argument(help="A profile YAML, or the name of a shipped profile.")],
+        profile: ProfileArg,
         samples: Samples = None,
         epochs: Epochs = None,
         steps: Steps = None,
@@ -41,11 +43,16 @@ def register(app: typer.Typer) -> None:
         pricing: Pricing = "on-demand",
         precision: Precision = None,
         global_batch: GlobalBatch = None,
+        plot: Annotated[
+            Path | None,
+            typer.Option(help="Draw time and cost of each kind's best option side by side (PNG; needs matplotlib)."),
+        ] = None,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
     ) -> None:
         """The best CPU, GPU, TPU and other-accelerator option for PROFILE side by side, in hours and dollars:
         do I need a GPU for this?"""
+        check_outputs(plot=plot)
         cat, prof, workload, constraints = build_question(
             profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, None,
             max_devices, pricing, precision, global_batch, catalog,
@@ -54,4 +61,10 @@ def register(app: typer.Typer) -> None:
         from advisor.render.recommend_tables import print_comparison
 
         result = compare(prof, cat, workload, constraints)
+        if plot is not None:
+            from advisor.cli.common import note
+            from advisor.render.plots import comparison_png
+
+            comparison_png(result, plot)
+            note(f"comparison plot written to {plot}")
         emit(result, fmt, lambda: print_comparison(result))

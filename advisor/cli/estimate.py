@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_plot, plot_roofline
+from advisor.cli import complete
+from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, ProfileArg, check_plot, plot_roofline
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
 from advisor.vocab import check_choice
@@ -31,9 +32,15 @@ def parse_workload(samples: str | None, epochs: float | None, steps: str | None,
 def register(app: typer.Typer) -> None:
     @app.command("estimate")
     def estimate_cmd(
-        profile: Annotated[str, typer.Argument(help="A profile YAML, or the name of a shipped profile.")],
+        profile: ProfileArg,
         hardware: Annotated[
-            str, typer.Option("--hardware", "-H", help="A device ('h100') or an instance ('p5.48xlarge').")
+            str,
+            typer.Option(
+                "--hardware",
+                "-H",
+                help="A device ('h100') or an instance ('p5.48xlarge').",
+                autocompletion=complete.hardware,
+            ),
         ],
         count: Annotated[
             int | None, typer.Option(help="Devices per node (default: all of the instance's; 1 for a device).")

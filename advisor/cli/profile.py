@@ -1,4 +1,5 @@
-"""`advisor profile MODEL.py`: count one training step of a model and save its profile.
+"""`advisor profile MODEL`: count one training step of a model and save its profile. MODEL is a model file, a
+shipped model's name, hf:ID or hf:PATH/config.json, timm:NAME or torchvision:NAME (advisor/profiler/sources/).
 
 torch is imported inside the command only, so that `advisor --help` stays fast.
 """
@@ -11,9 +12,22 @@ from typing import Annotated, Any
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, check_plot, note, plot_roofline
+from advisor.cli import complete
+from advisor.cli.common import (
+    CatalogOpt,
+    FormatOpt,
+    PlotOpt,
+    SeqLenOpt,
+    TaskOpt,
+    TrustRemoteCodeOpt,
+    check_plot,
+    note,
+    plot_roofline,
+    require_torch,
+)
 from advisor.errors import UserError
 from advisor.io import check_writable
+from advisor.profiler.sources import SPEC_HELP
 from advisor.render.output import Format, emit
 from advisor.vocab import OPTIMIZERS, PRECISIONS, PROFILE_DEVICES, check_choice
 
@@ -44,6 +58,8 @@ def summary(profile: Any, path: Path | None) -> dict:
     return {
         "profile": str(path) if path else None,
         "name": profile.name,
+        "made_from": profile.made_from(),
+        "source": profile.source.model_dump(exclude_none=True) if profile.source else None,
         "device": profile.device,
         "precision": profile.precision,
         "optimizer": profile.optimizer,
@@ -128,6 +144,7 @@ def _table(data: dict) -> None:
     if data["step_time_s"]:
         extra += f", measured step {fmt_duration(data['step_time_s'])}"
     con.print(extra + (f"; profile written to {data['profile']}" if data["profile"] else ""))
+    con.print(f"made from {data['made_from']}", soft_wrap=True, highlight=False)
 
 
 class _Progress:
@@ -167,11 +184,11 @@ class _Progress:
 def register(app: typer.Typer) -> None:
     @app.command("profile")
     def profile_cmd(
-        model: Annotated[
-            Path,
-            typer.Argument(help="Model file (Python, executed) defining build_model() and example_batch(batch_size)."),
-        ],
-        batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Samples per step.")] = 8,
+        model: Annotated[str, typer.Argument(help=f"What to profile: {SPEC_HELP}.", autocompletion=complete.model)],
+        batch_size: Annotated[
+            int | None,
+            typer.Option("--batch-size", "-b", help="Samples per step (default: a shipped model's own, else 8)."),
+        ] = None,
         device: Annotated[
             str,
             typer.Option(
@@ -182,7 +199,7 @@ def register(app: typer.Typer) -> None:
         optimizer: Annotated[
             str | None, typer.Option(help="adamw, adam or sgd (default: the file's make_optimizer, else adamw).")
         ] = None,
-        name: Annotated[str | None, typer.Option(help="Profile name (default: the model file's name).")] = None,
+        name: Annotated[str | None, typer.Option(help="Profile name (default: the model's name).")] = None,
         output: Annotated[
             Path | None,
             typer.Option("--output", "-o", help="Where to write the profile (default: profiles/NAME.yaml)."),
@@ -191,25 +208,31 @@ def register(app: typer.Typer) -> None:
         plot_hardware: Annotated[
             str | None,
             typer.Option(
+                autocompletion=complete.hardware,
                 help="Device or instance whose roofline --plot draws (default: the profiling device, when the "
-                "catalog knows it)."
+                "catalog knows it).",
             ),
         ] = None,
+        task: TaskOpt = None,
+        seq_len: SeqLenOpt = None,
+        trust_remote_code: TrustRemoteCodeOpt = False,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
     ) -> None:
-        """Count FLOPs, bytes and memory of one training step of MODEL.py and save its profile."""
+        """Count FLOPs, bytes and memory of one training step of MODEL and save its profile."""
+        require_torch("profile")
         check_choice(device, PROFILE_DEVICES, "--device")
         check_choice(precision, PRECISIONS, "--precision")
         check_choice(optimizer, OPTIMIZERS, "--optimizer")
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise UserError(f"--batch-size must be at least 1, got {batch_size}")
-        if not model.is_file():
-            raise UserError(
-                f"model file {model} does not exist" if not model.exists() else f"{model} is not a file",
-                "give the path of a .py model file",
-            )
-        path = output or Path("profiles") / f"{name or model.stem}.yaml"
+        if output is not None:
+            check_writable(output, "profile")
+        from advisor.profiler.sources import resolve
+
+        mf = resolve(model, task=task, seq_len=seq_len, trust_remote_code=trust_remote_code)
+        batch_size = batch_size or getattr(mf, "default_batch_size", None) or 8
+        path = output or Path("profiles") / f"{name or getattr(mf, 'name', '') or mf.path.stem}.yaml"
         if output is None and not path.parent.exists():
             check_writable(path.parent, "profile")  # profiles/ will be created in a writable folder
         else:
@@ -231,7 +254,7 @@ def register(app: typer.Typer) -> None:
 
         try:
             with _Progress() as tick:
-                prof = profile_model(model, batch_size, device, precision, optimizer, name, tick=tick)
+                prof = profile_model(mf, batch_size, device, precision, optimizer, name, tick=tick)
         except InternalError as exc:
             raise RuntimeError(str(exc)) from exc
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,8 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, note
+from advisor.cli import complete
+from advisor.cli.common import CatalogOpt, FormatOpt, ProfileArg, note
 from advisor.errors import UserError
 from advisor.io import check_writable
 from advisor.render.output import Format, emit
@@ -106,9 +107,16 @@ Objective = Annotated[
     str | None,
     typer.Option(help="cost or time: what to minimize (default: cost, or time with only a --budget)."),
 ]
-Providers = Annotated[str | None, typer.Option(help="Only these providers, comma separated: aws,gcp,lambda.")]
+Providers = Annotated[
+    str | None,
+    typer.Option(help="Only these providers, comma separated: aws,gcp,lambda.", autocompletion=complete.provider_list),
+]
 Devices = Annotated[
-    str | None, typer.Option(help="Only these devices or kinds, comma separated: h100,a100 or gpu,tpu.")
+    str | None,
+    typer.Option(
+        help="Only these devices or kinds, comma separated: h100,a100 or gpu,tpu.",
+        autocompletion=complete.device_or_kind_list,
+    ),
 ]
 MaxDevices = Annotated[int, typer.Option(help="At most this many devices in all (nodes × per node).")]
 Pricing = Annotated[str, typer.Option(help="on-demand, spot or both.")]
@@ -125,7 +133,7 @@ GlobalBatch = Annotated[
 def register(app: typer.Typer) -> None:
     @app.command("recommend")
     def recommend_cmd(
-        profile: Annotated[str, typer.Argument(help="A profile YAML, or the name of a shipped profile.")],
+        profile: ProfileArg,
         samples: Samples = None,
         epochs: Epochs = None,
         steps: Steps = None,

@@ -1,4 +1,5 @@
-"""`advisor validate MODEL.py`: time real training steps and compare them with the calibrated estimate.
+"""`advisor validate MODEL`: time real training steps and compare them with the calibrated estimate. MODEL is
+anything `advisor profile` takes (a model file, a shipped name, hf:..., timm:..., torchvision:...).
 
 torch is imported inside the command only, so that `advisor --help` stays fast.
 """
@@ -6,13 +7,14 @@ torch is imported inside the command only, so that `advisor --help` stays fast.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, note
+from advisor.cli import complete
+from advisor.cli.common import CatalogOpt, FormatOpt, SeqLenOpt, TaskOpt, TrustRemoteCodeOpt, note, require_torch
 from advisor.errors import UserError
+from advisor.profiler.sources import SPEC_HELP
 from advisor.render.output import Format, emit
 from advisor.vocab import PRECISIONS
 
@@ -35,7 +37,7 @@ def _table(v) -> None:
 def register(app: typer.Typer) -> None:
     @app.command()
     def validate(
-        model: Annotated[Path, typer.Argument(help="Model file (defines build_model and example_batch).")],
+        model: Annotated[str, typer.Argument(help=f"What to run: {SPEC_HELP}.", autocompletion=complete.model)],
         device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
         batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Samples per step.")] = 8,
         precision: Annotated[str, typer.Option("--precision", help=", ".join(PRECISIONS))] = "fp32",
@@ -43,10 +45,14 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option("--threads", help="torch threads (CPU); the same as for calibrate.")
         ] = None,
         repeats: Annotated[int, typer.Option("--repeats", help="Timed steps (the median is reported).")] = 7,
+        task: TaskOpt = None,
+        seq_len: SeqLenOpt = None,
+        trust_remote_code: TrustRemoteCodeOpt = False,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
     ) -> None:
         """Run real training steps and print measured time, predicted time and the error per phase."""
+        require_torch("validate")
         if device not in ("cpu", "cuda"):
             raise UserError(f"unknown --device {device!r}", "use cpu or cuda")
         if precision not in PRECISIONS:
@@ -55,8 +61,6 @@ def register(app: typer.Typer) -> None:
             raise UserError("--batch-size and --repeats must be at least 1")
         if threads is not None and threads < 1:
             raise UserError(f"--threads must be at least 1, got {threads}")
-        if not model.is_file():
-            raise UserError(f"{model}: no such model file", "give the path of a .py model file")
         from advisor import api
         from advisor.calibration.validate import calibrated_id
 
@@ -70,6 +74,9 @@ def register(app: typer.Typer) -> None:
             threads = threads or calibrated
         import torch
 
+        from advisor.profiler.sources import resolve
+
+        mf = resolve(model, task=task, seq_len=seq_len, trust_remote_code=trust_remote_code)
         if threads is not None:
             if device == "cpu" and calibrated and threads != calibrated:
                 note(f"calibrated with {calibrated} threads, timing with {threads}: expect a larger error")
@@ -78,5 +85,5 @@ def register(app: typer.Typer) -> None:
         def tick(step: str) -> None:
             sys.stderr.write(f"  {step}\n")
 
-        v = run(model, device, batch_size, precision, repeats, catalog=cat, tick=tick)
+        v = run(mf, device, batch_size, precision, repeats, catalog=cat, tick=tick)
         emit(v, fmt, lambda: _table(v))

@@ -83,6 +83,7 @@ def assumptions(setup: Setup, config: Config, peak: float) -> list[str]:
     dtype = COMPUTE_DTYPE[config.precision]
     layout = config.layout
     out = [
+        f"profile {profile.name} made from {profile.made_from()}",
         f"datasheet: {device.name}: {dtype} matrix peak {peak / 1e12:.4g} TFLOP/s, memory bandwidth "
         f"{device.memory_bandwidth / 1e9:.4g} GB/s ({device.source}, as of {device.as_of})",
         f"efficiency profile {eff.id}: top matmul {eff.matrix[-1].efficiency:g}, top bandwidth "

@@ -16,12 +16,13 @@ from pathlib import Path
 
 from advisor import __version__
 from advisor.profiler.device import catalog_id, check_precision, cpu_name, nvml_info, resolve_device
-from advisor.profiler.model_file import call_user, load_model_file
+from advisor.profiler.model_file import ModelFile, call_user
 from advisor.profiler.schema import (
     SCHEMA_VERSION,
     ActivationParts,
     Linear,
     Memory,
+    ModelSource,
     OpRecord,
     Profile,
     Timing,
@@ -200,7 +201,7 @@ def time_steps(
 
 
 def profile_model(
-    path: str | Path,
+    path: str | Path | ModelFile,
     batch_size: int = 8,
     device: str = "meta",
     precision: str = "fp32",
@@ -210,7 +211,9 @@ def profile_model(
     repeats: int = 5,
     tick: Callable[[str], None] = lambda s: None,
 ) -> Profile:
-    """Count (and on a real device, time) one training step of the model in `path`."""
+    """Count (and on a real device, time) one training step of a model: `path` is a model file, anything
+    `advisor.profiler.sources.resolve` takes (a shipped name, hf:ID, timm:NAME, torchvision:NAME), or a ModelFile
+    resolved already."""
     import torch
 
     from advisor.errors import UserError
@@ -219,7 +222,12 @@ def profile_model(
         raise UserError(f"--batch-size must be at least 1, got {batch_size}")
     dev = resolve_device(device)
     check_precision(precision, dev)
-    mf = load_model_file(path)
+    if isinstance(path, ModelFile):
+        mf = path
+    else:
+        from advisor.profiler.sources import resolve
+
+        mf = resolve(path)
     b1, b2 = batch_points(batch_size)
     if dev == "cuda":
         torch.cuda.empty_cache()
@@ -243,7 +251,7 @@ def profile_model(
     else:
         second.model = second.batch = second.opt = None
         ops, linear, reason = fit(first, second)
-    notes = list(first.notes)
+    notes = list(getattr(mf, "notes", [])) + list(first.notes)
     if dev == "meta":
         notes.append("profiled on meta: attention as the fused GPU kernels; mixed precision per CUDA autocast lists")
     fixed = {
@@ -288,8 +296,8 @@ def profile_model(
     )
     return Profile(
         schema_version=SCHEMA_VERSION,
-        name=name or mf.path.stem,
-        model_file=mf.path.name,
+        name=name or getattr(mf, "name", "") or mf.path.stem,
+        model_file=getattr(mf, "label", "") or mf.path.name,
         model_sha256=mf.sha256,
         created=now_iso(),
         advisor_version=__version__,
@@ -311,5 +319,6 @@ def profile_model(
         view_ops=first.view_ops,
         timing=timing,
         structure=structure,
+        source=getattr(mf, "source", None) or ModelSource(kind="file", id=mf.path.name, config_sha256=mf.sha256),
         notes=notes,
     )

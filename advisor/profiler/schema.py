@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.errors import UserError
-from advisor.vocab import PHASES, Category, Phase  # noqa: F401 - PHASES is re-exported
+from advisor.vocab import PHASES, Category, ModelSourceKind, Phase  # noqa: F401 - PHASES is re-exported
 
 SCHEMA_VERSION = 1
 
@@ -143,6 +143,32 @@ class Timing(Strict):
     optimizer_s: float | None = None
 
 
+class ModelSource(Strict):
+    """What the profiled model was built from, so an estimate can say so (absent in older profiles)."""
+
+    kind: ModelSourceKind
+    id: str = Field(description="as asked for: a file name, a shipped name, a Hub id or config path, a model name")
+    library: str | None = Field(None, description="transformers, timm or torchvision; none for a model file")
+    library_version: str | None = None
+    config_sha256: str | None = Field(
+        None,
+        description="sha256 of the model file or config.json as read; for timm and torchvision, of the model's "
+        "default configuration as canonical JSON",
+    )
+    architecture: str | None = Field(None, description="the model class built, e.g. GPT2LMHeadModel")
+    task: str | None = Field(None, description="Hugging Face models: the head built (causal-lm, masked-lm, ...)")
+    inputs: str | None = Field(None, description="how the batch was made, e.g. 'sequence 1024 (n_positions)'")
+
+    def text(self) -> str:
+        """'hf:gpt2 (transformers 5.2.0, GPT2LMHeadModel, causal-lm, config sha256 1a2b3c4d5e6f)'."""
+        head = {"file": self.id, "shipped": f"shipped model {self.id}"}.get(self.kind, f"{self.kind}:{self.id}")
+        parts = [f"{self.library} {self.library_version}" if self.library else None, self.architecture, self.task]
+        if self.config_sha256:
+            parts.append(f"{'config' if self.library else 'file'} sha256 {self.config_sha256[:12]}")
+        details = ", ".join(p for p in parts if p)
+        return f"{head} ({details})" if details else head
+
+
 class Profile(Strict):
     schema_version: int = SCHEMA_VERSION
     name: str
@@ -168,7 +194,14 @@ class Profile(Strict):
     view_ops: int = Field(0, description="view/alias calls per step: no kernel, no bytes, not listed in ops")
     timing: Timing | None = None
     structure: Structure | None = Field(None, description="repeated blocks, hidden size, attention heads")
+    source: ModelSource | None = Field(None, description="what the model was built from (newer profiles)")
     notes: list[str] = []
+
+    def made_from(self) -> str:
+        """What the profile was made from, in words (older profiles name only their model file)."""
+        if self.source is not None:
+            return self.source.text()
+        return f"{self.model_file} (file sha256 {self.model_sha256[:12]})"
 
     def _ops(self, phase: str | None) -> list[OpRecord]:
         return [o for o in self.ops if phase is None or o.phase == phase]

@@ -141,3 +141,63 @@ def roofline_png(profile: Profile, device, efficiency, precision: str, path: Pat
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="lower right")
     return _save(fig, path, plt)
+
+
+def comparison_png(result, path: Path) -> Path:
+    """`advisor compare --plot`: each device kind's best option as bars side by side, total time on the left and
+    cost on the right, both on log scales (a CPU can take 40× as long as a GPU), with the fastest option of the kind
+    as a hollow diamond, the deadline and budget as dashed lines, and the winning kind in bold."""
+    plt = require_matplotlib()
+    rows = list(reversed(result.rows))  # the first kind on top
+    fig, (ax_t, ax_c) = plt.subplots(1, 2, figsize=(11, 1.6 + 0.75 * len(rows)), sharey=True)
+    hours = 3600.0
+    c = result.question.constraints
+    spans: dict = {ax_t: [], ax_c: []}  # every value drawn, to fit the log axes
+    for y, row in enumerate(rows):
+        color = KIND_COLORS.get(row.kind, "tab:gray")
+        if row.best is None:
+            ax_t.text(0.02, y, row.note, transform=ax_t.get_yaxis_transform(), va="center", fontsize=8, color="gray")
+            continue
+        b, f = row.best, row.fastest
+        for ax, value, text in (
+            (ax_t, b.total_time_s / hours, units.fmt_duration(b.total_time_s)),
+            (ax_c, b.cost_usd, units.fmt_money(b.cost_usd)),
+        ):
+            ax.barh(y, value, height=0.55, color=color, alpha=0.85)
+            ax.text(value, y, f" {text}", va="center", fontsize=8)
+            spans[ax].append(value)
+        if f is not None and (f.instance, f.nodes, f.precision) != (b.instance, b.nodes, b.precision):
+            for ax, value in ((ax_t, f.total_time_s / hours), (ax_c, f.cost_usd)):
+                ax.scatter([value], [y + 0.36], marker="D", s=22, facecolors="none", edgecolors=color)
+                spans[ax].append(value)
+    labels = []
+    for row in rows:
+        b = row.best
+        labels.append(row.kind.upper() + ("" if b is None else f"\n{b.instance_name} {b.nodes}×{b.devices_per_node}"))
+    ax_t.set_yticks(range(len(rows)), labels, fontsize=8)
+    ax_t.set_ylim(-0.6, len(rows) - 0.4)
+    for tick, row in zip(ax_t.get_yticklabels(), rows, strict=True):
+        if row.kind == result.winner:
+            tick.set_fontweight("bold")
+    if c.deadline_s is not None:
+        deadline = f"deadline {units.fmt_duration(c.deadline_s)}"
+        ax_t.axvline(c.deadline_s / hours, color="tab:red", ls="--", lw=1, label=deadline)
+        spans[ax_t].append(c.deadline_s / hours)
+    if c.budget_usd is not None:
+        ax_c.axvline(c.budget_usd, color="tab:orange", ls="--", lw=1, label=f"budget {units.fmt_money(c.budget_usd)}")
+        spans[ax_c].append(c.budget_usd)
+    for ax, label in ((ax_t, "total training time (hours, log)"), (ax_c, "cost (USD, log)")):
+        ax.set_xscale("log")
+        ax.set_xlabel(label)
+        ax.grid(True, axis="x", which="both", alpha=0.25)
+        values = [v for v in spans[ax] if v > 0]
+        if values:  # bars start at the left edge: at least two decades, and room for the labels on the right
+            lo, hi = min(values) / 3, max(values) * 4
+            ax.set_xlim(min(lo, hi / 100), hi)
+    ax_t.scatter([], [], marker="D", s=22, facecolors="none", edgecolors="black", label="the fastest of the kind")
+    handles = [h for ax in (ax_t, ax_c) for h in ax.get_legend_handles_labels()[0]]
+    q = result.question
+    fig.suptitle(f"{q.profile}, {q.workload_text}: the best option of each kind (by {c.objective})", fontsize=11)
+    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=len(handles), frameon=False)
+    fig.subplots_adjust(left=0.17, right=0.98, bottom=0.9 / fig.get_figheight() + 0.05, wspace=0.08)
+    return _save(fig, path, plt)

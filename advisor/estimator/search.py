@@ -281,7 +281,7 @@ def search_many(
     counts: list[list[int]],
     global_batch: int | None,
     cache: dict | None = None,
-    max_micro: int = 64,
+    max_micro: int = 4096,
     exhaustive: bool = False,
 ) -> Found:
     """Every layout × sharding × recomputation of each setup (one profile on several instances and

@@ -108,7 +108,7 @@ def print_comparison(result) -> None:
     for col in (
         "kind",
         "best",
-        "nodes × devices",
+        "nodes × devices, layout",
         "precision",
         "total time",
         "cost",
@@ -126,7 +126,7 @@ def print_comparison(result) -> None:
         table.add_row(
             row.kind,
             f"{b.provider} {b.instance_name} ({b.pricing})",
-            f"{b.nodes} × {b.devices_per_node} {b.device}",
+            f"{b.nodes} × {b.devices_per_node} {b.device}, {b.layout().label()}",
             b.precision,
             units.fmt_duration(b.total_time_s),
             units.fmt_money(b.cost_usd),

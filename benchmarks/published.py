@@ -11,7 +11,8 @@ efficiency data in catalog/efficiency.yaml is the only knob, and it is the same 
 Caveats, stated once: NVIDIA's DeepLearningExamples figures come from tuned containers (NHWC, DALI, fused
 LAMB/Adam, apex), which eager PyTorch does not always match; Meta's GPU-hour totals include restarts,
 evaluation and idle time, so the throughput derived from them is a lower bound on the step throughput
-(and they trained with tensor/pipeline parallelism, which advisor does not model: rows use FSDP).
+(and they trained with tensor/pipeline parallelism in a layout the totals do not state: rows use FSDP;
+benchmarks/large_scale.py compares stated layouts).
 """
 
 from __future__ import annotations

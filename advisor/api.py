@@ -21,6 +21,7 @@ from advisor.errors import UserError
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.estimate import Estimate
 from advisor.estimator.estimate import estimate as _estimate
+from advisor.estimator.runtime import RunOptions
 
 if TYPE_CHECKING:
     from advisor.profiler.schema import Profile
@@ -69,6 +70,7 @@ def resolve_hardware(
                 f"--nodes {nodes} needs an instance (it brings the network between nodes); {entry.id} is a device",
                 f"pick an instance with {entry.id}, e.g. one from 'advisor catalog show {entry.id}'",
             )
+        check_node_count(cat, entry, count or 1)
         return entry, None, count or 1
     device = cat.devices[entry.device]
     have = int(round(entry.device_count)) if device.kind != "cpu" else 1
@@ -86,6 +88,32 @@ def resolve_hardware(
             "use fewer nodes or an instance with a cluster network",
         )
     return device, entry, per_node
+
+
+def check_node_count(cat: Catalog, device: Device, count: int) -> None:
+    """`-H DEVICE --count N`: N devices in one node, so at most what the catalog's largest node of that device
+    holds (a device no instance rents is not checked)."""
+    from advisor.estimator.fit import node_devices
+
+    if count < 1:
+        raise UserError(f"--count must be at least 1, got {count}")
+    most, holder = node_devices(cat, device)
+    if holder is None or count <= most:
+        return
+    nodes = -(-count // most)
+    raise UserError(
+        f"--count {count} is more than one node of {device.id} holds: the catalog's largest, {holder.id}, has {most}",
+        f"use --count {most} or less, or -H {holder.name} --nodes {nodes} for {nodes * most} devices",
+    )
+
+
+def check_training(device: Device, instance: Instance | None) -> None:
+    if not device.training:
+        where = f" ({instance.id})" if instance is not None else ""
+        raise UserError(
+            f"{device.id}{where} is not a training device (catalog: training: false, e.g. an inference chip)",
+            "pick a device meant for training; 'advisor recommend' never proposes it",
+        )
 
 
 def estimate(
@@ -111,13 +139,17 @@ def estimate(
     tokens: float | None = None,
     spot: bool = False,
     cat: Catalog | None = None,
+    run: RunOptions | None = None,
 ) -> Estimate:
-    """One configuration: `hardware` (a device or an instance) × nodes, running the layout tp × pp × cp × dp with
-    dp = devices / (tp·pp·cp). `strategy` (single|ddp|zero1|zero2|fsdp) is how the data-parallel replicas
-    shard; `recompute` none|selective|full (`checkpointing` is full); sequence parallelism is on by default
-    whenever tp > 1."""
+    """One configuration, as `advisor estimate` answers it: `hardware` (a device or an instance) × nodes,
+    running the layout tp × pp × cp × dp with dp = devices / (tp·pp·cp). `strategy`
+    (single|ddp|zero1|zero2|fsdp) is how the data-parallel replicas shard; `recompute` none|selective|full
+    (`checkpointing` is full); sequence parallelism is on by default whenever tp > 1. `run` sets the checkpoint
+    interval and evaluation share. A configuration that does not fit has `fits` false, no time or cost, and
+    `to_fit`: what would fit."""
     cat = cat or catalog()
     device, instance, per_node = resolve_hardware(cat, hardware, count, nodes)
+    check_training(device, instance)
     config = config_for(
         device, instance, per_node, nodes, precision or profile.precision, strategy, checkpointing, tp, pp, vpp, cp,
         sequence_parallel, recompute, micro_batch, global_batch, spot,
@@ -125,7 +157,12 @@ def estimate(
     if spot and instance is not None and instance.hourly_usd(spot=True) is None:
         raise UserError(f"{instance.id} has no spot price in the catalog", "use --pricing on-demand")
     workload = Workload(samples=samples, epochs=epochs, steps=steps, tokens=tokens)
-    return _estimate(profile, cat, config, workload)
+    est = _estimate(profile, cat, config, workload, run=run)
+    if not est.fits:
+        from advisor.estimator.fit import ways_to_fit
+
+        est.to_fit = ways_to_fit(profile, cat, est.config)
+    return est
 
 
 def config_for(
@@ -187,6 +224,7 @@ def search(
 
     cat = cat or catalog()
     device, instance, per_node = resolve_hardware(cat, hardware, count, nodes)
+    check_training(device, instance)
     return ranked_layouts(profile, cat, device, instance, per_node, nodes, precision or profile.precision,
                           global_batch, top)  # fmt: skip
 

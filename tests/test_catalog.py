@@ -117,10 +117,10 @@ def test_no_bf16_on_volta_and_turing(catalog):
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ("h100", "h100-sxm"),
         ("H100 SXM", "h100-sxm"),
+        ("h100 sxm5", "h100-sxm"),
         ("h100-pcie", "h100-pcie"),
-        ("a100-80gb", "a100-80gb-sxm"),  # SkyPilot's A100-80GB means SXM
+        ("4090", "rtx-4090"),  # an alias no other device's name contains
         ("MI300X", "mi300x"),
         ("tpu v5p", "tpu-v5p"),
     ],
@@ -139,6 +139,28 @@ def test_unknown_name_suggests(catalog):
         find_device(catalog, "h1000")
     assert "unknown device 'h1000'" in info.value.line()
     assert "h100" in " ".join(info.value.suggestions)
+
+
+@pytest.mark.parametrize(
+    ("family", "variants"),
+    [
+        ("a100", {"a100-40gb-sxm", "a100-40gb-pcie", "a100-80gb-sxm", "a100-80gb-pcie"}),
+        ("h100", {"h100-sxm", "h100-pcie", "h100-nvl"}),
+        ("a100-80gb", {"a100-80gb-sxm", "a100-80gb-pcie"}),  # an alias, but the PCIe card is 80 GB too
+        ("v100", {"v100-sxm2-16gb", "v100-sxm2-32gb", "v100-pcie-16gb"}),
+    ],
+)
+def test_a_family_word_lists_its_variants(catalog, family, variants):
+    with pytest.raises(UserError) as info:
+        find_device(catalog, family)
+    listed = set(info.value.message.split("matches ")[1].split(", "))
+    assert "ambiguous" in info.value.message and listed == variants
+
+
+def test_part_of_a_name_is_not_taken_for_it(catalog):
+    with pytest.raises(UserError) as info:
+        find_device(catalog, "l40")  # the L40 is not in the catalog; the L40S is another card
+    assert "unknown device 'l40'" in info.value.message and "l40s" in info.value.suggestions
 
 
 def test_ambiguous_name_lists_candidates(catalog):

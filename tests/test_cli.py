@@ -22,7 +22,7 @@ def test_help_and_catalog_commands_do_not_import_torch():
     code = (
         "import sys\n"
         "from advisor.cli import app\n"
-        "for args in (['--help'], ['catalog', 'list', '--kind', 'gpu'], ['catalog', 'show', 'h100']):\n"
+        "for args in (['--help'], ['catalog', 'list', '--kind', 'gpu'], ['catalog', 'show', 'h100-sxm']):\n"
         "    try:\n"
         "        app(args, standalone_mode=False)\n"
         "    except SystemExit:\n"
@@ -56,7 +56,7 @@ def test_provider_filter():
 
 
 def test_show_device_and_instance():
-    result = run_cli("catalog", "show", "h100")
+    result = run_cli("catalog", "show", "h100-sxm")
     assert result.returncode == 0
     assert "NVIDIA H100" in result.stdout and "aws-p5.48xlarge" in result.stdout
     data = json.loads(run_cli("catalog", "show", "p5.48xlarge", "-f", "json").stdout)

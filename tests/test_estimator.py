@@ -25,7 +25,11 @@ def single(**over) -> Config:
 
 
 def node(**over) -> Config:
-    return Config(**{"device": "toy", "instance": "toy-8x", "devices_per_node": 8, "strategy": "ddp", **over})
+    """The 8-device toy node; global batch 8 × nodes (one sample per device) unless told otherwise."""
+    base = {"device": "toy", "instance": "toy-8x", "devices_per_node": 8, "strategy": "ddp"}
+    if "global_batch" not in over and "micro_batch" not in over:
+        base["global_batch"] = 8 * over.get("nodes", 1)
+    return Config(**{**base, **over})
 
 
 def test_op_time_is_the_larger_of_compute_and_memory_plus_overhead():

@@ -24,9 +24,9 @@ def light(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
 
 
 def test_the_light_commands_answer_without_torch(tmp_path):
-    r = light("catalog", "show", "h100", "-f", "json")
+    r = light("catalog", "show", "h100-sxm", "-f", "json")
     assert r.returncode == 0 and json.loads(r.stdout)["id"] == "h100-sxm", r.stderr
-    r = light("estimate", "gpt2_124m", "-H", "h100", "--steps", "1000", "-f", "json")
+    r = light("estimate", "gpt2_124m", "-H", "h100-sxm", "--steps", "1000", "-f", "json")
     assert r.returncode == 0 and json.loads(r.stdout)["steps"] == 1000, r.stderr
     recs = tmp_path / "recs.yaml"
     r = light("recommend", "gpt2_124m", "--tokens", "10B", "--deadline", "3d", "--export", str(recs), "-f", "json")

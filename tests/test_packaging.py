@@ -50,7 +50,7 @@ def test_wheel_carries_catalog(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(target), "ADVISOR_CATALOG": ""}
     code = (
         "import advisor.catalog.load as l, sys; from advisor.cli import main; "
-        "print(l.shipped_dir()); sys.argv=['advisor','catalog','show','h100','-f','json']; main()"
+        "print(l.shipped_dir()); sys.argv=['advisor','catalog','show','h100-sxm','-f','json']; main()"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stderr

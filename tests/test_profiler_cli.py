@@ -174,7 +174,7 @@ def test_profile_plot_draws_a_png_on_the_named_hardware(tmp_path):
         "--plot",
         str(png),
         "--plot-hardware",
-        "h100",
+        "h100-sxm",
     )
     assert r.returncode == 0, r.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -187,3 +187,36 @@ def test_profile_plot_on_meta_without_hardware_fails_before_work(tmp_path):
     )
     assert_user_error(r, "--plot-hardware")
     assert not out.exists()
+
+
+RECIPE = (
+    "import torch\n"
+    "GLOBAL_BATCH = 64\n"
+    "GLOBAL_BATCH_SOURCE = 'a recipe paper'\n"
+    "def build_model():\n    return torch.nn.Linear(8, 4)\n" + GOOD_BATCH
+)
+
+
+def test_global_batch_of_the_model_file_is_recorded(tmp_path):
+    f = write(tmp_path, "recipe.py", RECIPE)
+    out = tmp_path / "recipe.yaml"
+    r = run_cli("profile", str(f), "--device", "meta", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    p = load_profile(out)
+    assert (p.global_batch, p.global_batch_source) == (64, "a recipe paper")
+    assert "global batch 64" in r.stdout
+
+
+@pytest.mark.parametrize("value", ["0", "12.5", "'512'", "True"])
+def test_a_bad_global_batch_is_one_line(tmp_path, value):
+    r = bad(tmp_path, RECIPE.replace("GLOBAL_BATCH = 64", f"GLOBAL_BATCH = {value}"))
+    assert_user_error(r, "GLOBAL_BATCH must be a positive whole number")
+
+
+def test_default_output_never_lands_in_the_shipped_profiles(tmp_path):
+    from advisor.api import shipped_profiles_dir
+
+    root = shipped_profiles_dir().parent  # the repository (or the installed package data's parent)
+    r = run_cli("profile", str(MODELS / "tiny_mlp.py"), "--device", "meta", "--name", "zz-test", cwd=root)
+    assert_user_error(r, "shipped", "-o")
+    assert not (shipped_profiles_dir() / "zz-test.yaml").exists()

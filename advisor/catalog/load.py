@@ -17,12 +17,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from advisor.catalog.schema import Catalog, Device, Efficiency, Instance
+from advisor.catalog.schema import Catalog, Device, Efficiency, Instance, Provider, Runtime
 from advisor.errors import UserError
 from advisor.io import read_yaml
 
 ENV_VAR = "ADVISOR_CATALOG"
-SECTIONS: dict[str, type] = {"devices": Device, "efficiency": Efficiency, "instances": Instance}
+SECTIONS: dict[str, type] = {
+    "devices": Device,
+    "efficiency": Efficiency,
+    "instances": Instance,
+    "providers": Provider,
+    "runtime": Runtime,
+}
 
 
 def shipped_dir() -> Path:
@@ -89,11 +95,11 @@ class _Builder:
         if data is None:
             return
         if not isinstance(data, dict):
-            self.problems.append(f"{path}: expected a mapping with devices:, efficiency: or instances:")
+            self.problems.append(f"{path}: expected a mapping with {', '.join(s + ':' for s in SECTIONS)}")
             return
         for key in data:
             if key not in SECTIONS:
-                self.problems.append(f"{path}: unknown top-level key {key!r}; use devices, efficiency or instances")
+                self.problems.append(f"{path}: unknown top-level key {key!r}; use {', '.join(SECTIONS)}")
         for section in SECTIONS:
             entries = data.get(section)
             if entries is None:

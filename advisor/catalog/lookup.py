@@ -1,8 +1,11 @@
 """Forgiving lookup of devices and instances by name: 'h100', 'H100 SXM', 'a100-80gb', 'p5.48xlarge'.
 
-Order: an exact id, name or alias (ignoring case, spaces, '-', '_' and '.'); then entries whose words
-contain every word of the query. One match wins; several are an ambiguity listing the candidates; none
-is an unknown name with the closest spellings.
+Order: an exact id or full name (ignoring case, spaces, '-', '_' and '.'); then an exact alias, unless the
+alias is a family word: when the words of the query name several devices ('a100' is four cards, 'h100'
+three, 'v100' three), it is ambiguous and the variants are listed instead of one being chosen; then entries
+whose words contain every word of the query. One match wins; several are an ambiguity listing the
+candidates. A query that is only part of a word ('l40' in 'l40s', a different card) is never taken for it:
+it is unknown, with the closest spellings.
 """
 
 from __future__ import annotations
@@ -50,30 +53,35 @@ def find(catalog: Catalog, query: str, what: Literal["device", "instance", "any"
         raise UserError(f"empty {label} name", "give a name such as 'h100' or 'p5.48xlarge'")
     exact = [e for e in entries if e.id == query.lower()]
     if not exact:
-        exact = [e for e in entries if any(_squash(n) == key for n in _names(e))]
+        exact = [e for e in entries if _squash(e.id) == key or _squash(e.name) == key]
     if len(exact) == 1:
         return exact[0]
-    if len(exact) > 1:
-        raise _ambiguous(query, label, exact)
     words = _words(query)
     partial = [e for e in entries if words <= set().union(*(_words(n) for n in _names(e)))]
-    if not partial:  # 'h100sxm' or 'a10080gb': squashed substring of a name
-        partial = [e for e in entries if any(key in _squash(n) for n in _names(e))]
+    family = [e for e in partial if isinstance(e, Device)]
+    if not exact:
+        exact = [e for e in entries if any(_squash(n) == key for n in _names(e))]
+        if len(exact) == 1 and isinstance(exact[0], Device) and len(family) > 1:
+            raise _ambiguous(query, label, family)  # an alias that is a family word
+        if len(exact) == 1:
+            return exact[0]
+    if len(exact) > 1:
+        raise _ambiguous(query, label, exact)
     if len(partial) == 1:
         return partial[0]
     if len(partial) > 1:
         # prefer devices over the instances that carry them when both matched
-        devices = [e for e in partial if isinstance(e, Device)]
-        if what == "any" and len(devices) == 1:
-            return devices[0]
-        raise _ambiguous(query, label, partial)
+        if what == "any" and len(family) == 1:
+            return family[0]
+        raise _ambiguous(query, label, family if what == "any" and family else partial)
     spellings = {_squash(n): e.id for e in entries for n in _names(e)}
     close = difflib.get_close_matches(key, list(spellings), n=5, cutoff=0.6)
-    suggestions = list(dict.fromkeys(spellings[c] for c in close))
+    close += [spellings[s] for s in spellings if key in s]  # 'l40' is part of 'l40s': a suggestion, not a match
+    suggestions = list(dict.fromkeys(spellings.get(c, c) for c in close))
     raise UserError(
         f"unknown {label} {query!r}",
         "run 'advisor catalog list' to see every name",
-        suggestions,
+        suggestions[:6],
     )
 
 

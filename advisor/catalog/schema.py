@@ -37,6 +37,7 @@ Bytes = _quantity("size", 1e6, 1e15)  # 1 MB .. 1 PB
 Bandwidth = _quantity("bandwidth", 1e6, 1e15)  # 1 MB/s .. 1 PB/s
 FlopRate = _quantity("flops", 1e6, 1e18)  # 1 MFLOP/s .. 1 EFLOP/s per device
 Duration = _quantity("duration", 1e-9, 3.2e7)  # 1 ns .. a year
+Seconds = _quantity("duration", 0.0, 3.2e7)  # 0 .. a year: a fixed cost that may be nothing
 ReserveBytes = _quantity("size", 0.0, 1e13)  # 0 .. 10 TB: memory a framework holds besides tensors
 Id = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._+-]*$", max_length=80)]
 
@@ -90,6 +91,13 @@ class Device(Strict):
     sm_count: int | None = Field(None, gt=0, le=1024, description="GPU streaming multiprocessors")
     tensorcores_per_chip: int | None = Field(
         None, ge=1, le=16, description="TPUs: TensorCores per chip (slice names count cores for v2-v4 and v5p)"
+    )
+    workers_per_device: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="training processes a launcher starts per device (torchrun --nproc_per_node counts logical "
+        "NeuronCores on Trainium); default 1",
     )
     software_stack: SoftwareStack | None = Field(
         None, description="what PyTorch runs on: cuda, rocm, xla, neuron, habana, cann or cpu (default: cpu for a CPU)"
@@ -272,12 +280,58 @@ class Instance(Strict):
         return price * self.device_count if self.pricing.per == "device" else price
 
 
+class Provider(Strict):
+    """A cloud (or the owner of on-prem machines): what starting a run there costs before the first step."""
+
+    id: Id
+    name: str
+    owned: bool = Field(
+        False,
+        description="owned machines (on-prem): prices are amortized estimates; they take part in recommendations "
+        "only when --providers names them, and are labelled 'owned, amortized'",
+    )
+    provisioning_s: Seconds = Field(description="from the launch request to nodes that run the setup")
+    provisioning_by_kind: dict[DeviceKind, Seconds] = Field({}, description="overrides by device kind (TPU slices)")
+    setup_s: Seconds = Field(description="installing the software stack on the nodes (in parallel)")
+    source: str = Field(min_length=5)
+    extra_sources: list[str] = []
+    as_of: dt.date
+    notes: str | None = None
+
+    def provisioning_for(self, kind: str) -> float:
+        return self.provisioning_by_kind.get(kind, self.provisioning_s)
+
+
+class Runtime(Strict):
+    """The costs of a run besides its steps that do not depend on the provider: documented defaults, each
+    overridable by an overlay (and the checkpoint interval and evaluation share by command-line options)."""
+
+    id: Id
+    provisioning_s: Seconds = Field(description="for a provider with no `providers` entry")
+    setup_s: Seconds = Field(description="for a provider with no `providers` entry")
+    framework_init_s: Seconds = Field(description="import, device and process-group start, model build: per run")
+    collective_init_s_per_node: Seconds = Field(description="communicator set-up, growing with the node count")
+    checkpoint_every_s: Seconds = Field(description="interval between checkpoint writes (0: only the final one)")
+    checkpoint_bandwidth: Bandwidth = Field(description="write bandwidth of one node to persistent storage")
+    eval_share: float = Field(ge=0, lt=1, description="evaluation time as a share of the training time")
+    image_samples_per_s_per_vcpu: float = Field(
+        gt=0, le=1e6, description="JPEG decode and augmentation per vCPU at image_reference_pixels"
+    )
+    image_reference_pixels: float = Field(gt=0, le=1e9, description="the image size that rate is quoted at")
+    source: str = Field(min_length=5)
+    extra_sources: list[str] = []
+    as_of: dt.date
+    notes: str | None = None
+
+
 class Catalog(Strict):
     """Everything loaded, by id. References are checked by the loader, which knows the files."""
 
     devices: dict[str, Device]
     efficiency: dict[str, Efficiency]
     instances: dict[str, Instance]
+    providers: dict[str, Provider] = {}
+    runtime: dict[str, Runtime] = Field({}, description="'default' is used; overlays change it field by field")
     files: list[str] = []
     overrides: list[str] = Field([], description="'<id> from <file>' for each entry an overlay changed")
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from advisor.cli import complete
-from advisor.cli.common import CatalogOpt, FormatOpt, note
+from advisor.cli.common import CatalogOpt, FormatOpt, WideOpt, note
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
 
@@ -40,6 +40,7 @@ def list_cmd(
     ] = None,
     catalog: CatalogOpt = None,
     fmt: FormatOpt = Format.table,
+    wide: WideOpt = False,
 ) -> None:
     """List catalog devices and instances with their key figures, sources and dates."""
     from advisor.render import catalog_tables as tables
@@ -68,7 +69,7 @@ def list_cmd(
         data["devices"] = devices
     if what in ("instances", "all"):
         data["instances"] = instances
-    emit(data, fmt, lambda: tables.print_lists(cat, data.get("devices"), data.get("instances")))
+    emit(data, fmt, lambda: tables.print_lists(cat, data.get("devices"), data.get("instances"), wide))
 
 
 @app.command("show")

@@ -13,6 +13,10 @@ from advisor.cli import complete
 from advisor.errors import UserError
 from advisor.render.output import Format
 
+# Exit codes: 0 an answer, 1 a bug in advisor, 2 a problem with the input, 3 `advisor estimate` on a
+# configuration that does not fit in memory (the answer is printed, with what would make it fit).
+EXIT_DOES_NOT_FIT = 3
+
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table for people; json or yaml for machines.")]
 CatalogOpt = Annotated[
     list[Path] | None,
@@ -22,6 +26,38 @@ CatalogOpt = Annotated[
         "Also read from $ADVISOR_CATALOG (paths separated by ':').",
     ),
 ]
+
+
+WideOpt = Annotated[
+    bool, typer.Option("--wide", help="Tables: every column at full width, past the terminal's edge if need be.")
+]
+
+
+CheckpointEvery = Annotated[
+    str | None,
+    typer.Option(
+        help="Write a checkpoint this often: '30m', '2h'; 'end' for only the final one (default: the catalog's, "
+        "hourly)."
+    ),
+]
+EvalShare = Annotated[
+    float | None,
+    typer.Option(help="Evaluation time as a share of the training time, e.g. 0.02 (default: the catalog's, 0.01)."),
+]
+
+
+def parse_run_options(checkpoint_every: str | None, eval_share: float | None):
+    """--checkpoint-every (a duration; 0 or 'end': only the final checkpoint) and --eval-share (0 to <1)."""
+    from advisor import units
+    from advisor.estimator.runtime import RunOptions
+
+    every = None
+    if checkpoint_every is not None:
+        text = checkpoint_every.strip().lower()
+        every = 0.0 if text in ("end", "never", "0") else units.parse_positive(text, "duration", "--checkpoint-every")
+    if eval_share is not None and not 0 <= eval_share < 1:
+        raise UserError(f"--eval-share must be at least 0 and below 1, got {eval_share:g}", "e.g. --eval-share 0.02")
+    return RunOptions(checkpoint_every_s=every, eval_share=eval_share)
 
 
 ProfileArg = Annotated[

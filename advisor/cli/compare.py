@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, FormatOpt, ProfileArg
+from advisor.cli.common import CatalogOpt, CheckpointEvery, EvalShare, FormatOpt, ProfileArg, WideOpt
 from advisor.cli.recommend import (
     Budget,
     Deadline,
@@ -43,19 +43,22 @@ def register(app: typer.Typer) -> None:
         pricing: Pricing = "on-demand",
         precision: Precision = None,
         global_batch: GlobalBatch = None,
+        checkpoint_every: CheckpointEvery = None,
+        eval_share: EvalShare = None,
         plot: Annotated[
             Path | None,
             typer.Option(help="Draw time and cost of each kind's best option side by side (PNG; needs matplotlib)."),
         ] = None,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
+        wide: WideOpt = False,
     ) -> None:
         """The best CPU, GPU, TPU and other-accelerator option for PROFILE side by side, in hours and dollars:
         do I need a GPU for this?"""
         check_outputs(plot=plot)
         cat, prof, workload, constraints = build_question(
             profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, None,
-            max_devices, pricing, precision, global_batch, catalog,
+            max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share,
         )  # fmt: skip
         from advisor.recommender.compare import compare
         from advisor.render.recommend_tables import print_comparison
@@ -67,4 +70,4 @@ def register(app: typer.Typer) -> None:
 
             comparison_png(result, plot)
             note(f"comparison plot written to {plot}")
-        emit(result, fmt, lambda: print_comparison(result))
+        emit(result, fmt, lambda: print_comparison(result, wide))

@@ -7,7 +7,18 @@ from typing import Annotated
 import typer
 
 from advisor.cli import complete
-from advisor.cli.common import CatalogOpt, FormatOpt, PlotOpt, ProfileArg, check_plot, plot_roofline
+from advisor.cli.common import (
+    EXIT_DOES_NOT_FIT,
+    CatalogOpt,
+    CheckpointEvery,
+    EvalShare,
+    FormatOpt,
+    PlotOpt,
+    ProfileArg,
+    check_plot,
+    parse_run_options,
+    plot_roofline,
+)
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
 from advisor.vocab import check_choice
@@ -85,6 +96,8 @@ def register(app: typer.Typer) -> None:
         steps: Annotated[str | None, typer.Option(help="Optimizer steps.")] = None,
         tokens: Annotated[str | None, typer.Option(help="Training tokens ('10B'); needs a token model.")] = None,
         pricing: Annotated[str, typer.Option(help="on-demand or spot.")] = "on-demand",
+        checkpoint_every: CheckpointEvery = None,
+        eval_share: EvalShare = None,
         catalog: CatalogOpt = None,
         plot: PlotOpt = None,
         fmt: FormatOpt = Format.table,
@@ -105,6 +118,7 @@ def register(app: typer.Typer) -> None:
         if top < 1:
             raise UserError(f"--top must be at least 1, got {top}")
         work = parse_workload(samples, epochs, steps, tokens)
+        run = parse_run_options(checkpoint_every, eval_share)
         check_plot(plot)
         cat = api.catalog(catalog)
         prof = api.profile_from(profile)
@@ -139,9 +153,12 @@ def register(app: typer.Typer) -> None:
             tokens=work[3],
             spot=pricing == "spot",
             cat=cat,
+            run=run,
         )
-        from advisor.render.estimate_tables import print_estimate
+        from advisor.render.estimate_tables import estimate_view, print_estimate
 
         if plot is not None:
             plot_roofline(plot, prof, cat.devices[est.device], cat, est.config.precision, est.micro_batch)
-        emit(est, fmt, lambda: print_estimate(est, prof.name))
+        emit(estimate_view(est), fmt, lambda: print_estimate(est, prof.name))
+        if not est.fits:
+            raise SystemExit(EXIT_DOES_NOT_FIT)

@@ -20,6 +20,7 @@ from advisor.cli.common import (
     SeqLenOpt,
     TaskOpt,
     TrustRemoteCodeOpt,
+    WideOpt,
     check_plot,
     note,
     plot_roofline,
@@ -66,6 +67,8 @@ def summary(profile: Any, path: Path | None) -> dict:
         "batch_size": b,
         "parameters": profile.parameters,
         "tokens_per_sample": profile.tokens_per_sample,
+        "global_batch": profile.global_batch,
+        "global_batch_source": profile.global_batch_source,
         "linear_in_batch": profile.linear_in_batch,
         "flops": {ph: profile.flops(b, ph) for ph in ("forward", "backward", "optimizer")}
         | {"total": profile.flops(b)},
@@ -87,16 +90,16 @@ def summary(profile: Any, path: Path | None) -> dict:
     }
 
 
-def _table(data: dict) -> None:
-    from rich.console import Console
+def _table(data: dict, wide: bool = False) -> None:
     from rich.table import Table
 
+    from advisor.render.columns import make_console
     from advisor.units import fmt_bytes, fmt_count, fmt_duration
 
     def flops(x: float) -> str:
         return fmt_count(x) + "FLOP" if x >= 1000 else f"{x:.0f} FLOP"
 
-    con = Console()
+    con = make_console()
     t = Table(
         title=f"{data['name']}: batch {data['batch_size']}, {data['precision']}, {data['optimizer']}, "
         f"on {data['device']}",
@@ -123,28 +126,54 @@ def _table(data: dict) -> None:
         if data["memory"].get(key) is not None:
             m.add_row(label, fmt_bytes(data["memory"][key]))
     con.print(m)
+    from advisor.render.columns import Col, print_table, tail
+
+    cols = (
+        Col("op", shorten=tail, min_width=12),
+        Col("phase", priority=3),
+        Col("module", priority=2, shorten=tail, min_width=10),
+        Col("dtype", priority=4),
+        Col("calls", priority=5, right=True, keep=True),
+        Col("FLOPs", right=True, keep=True),
+        Col("bytes", right=True, keep=True),
+    )
     for key, title in (("top_by_flops", "top ops by FLOPs"), ("top_by_bytes", "top ops by bytes")):
-        o = Table(title=title)
-        for col in ("op", "phase", "module", "dtype", "calls", "FLOPs", "bytes"):
-            o.add_column(col, justify="right" if col in ("calls", "FLOPs", "bytes") else "left")
-        for r in data[key]:
-            o.add_row(
-                r["op"],
+        rows = [
+            [
+                r["op"].removeprefix("aten."),
                 r["phase"],
                 r["module"] or "-",
                 r["dtype"],
                 str(r["count"]),
                 flops(r["flops"]),
                 fmt_bytes(r["bytes"]),
-            )
-        con.print(o)
+            ]
+            for r in data[key]
+        ]
+        print_table(con, f"{title} (aten ops)", cols, rows, wide)
     extra = f"parameters {fmt_count(data['parameters'])}"
     if data["tokens_per_sample"]:
         extra += f", {data['tokens_per_sample']} tokens per sample"
+    if data["global_batch"]:
+        extra += f", global batch {data['global_batch']:,} (GLOBAL_BATCH)"
     if data["step_time_s"]:
         extra += f", measured step {fmt_duration(data['step_time_s'])}"
     con.print(extra + (f"; profile written to {data['profile']}" if data["profile"] else ""))
     con.print(f"made from {data['made_from']}", soft_wrap=True, highlight=False)
+
+
+def default_output(name: str) -> Path:
+    """./profiles/NAME.yaml under the working folder; never advisor's own shipped profiles (an editable
+    install run from the repository would otherwise write a user's profile among the reference ones)."""
+    from advisor.api import shipped_profiles_dir
+
+    path = Path.cwd() / "profiles" / f"{name}.yaml"
+    if path.parent.resolve() == shipped_profiles_dir().resolve():
+        raise UserError(
+            f"the default output folder {path.parent} is advisor's shipped profiles folder",
+            "give -o PATH (or run from another folder); reference profiles are made by profiles/regenerate.py",
+        )
+    return path
 
 
 class _Progress:
@@ -202,7 +231,9 @@ def register(app: typer.Typer) -> None:
         name: Annotated[str | None, typer.Option(help="Profile name (default: the model's name).")] = None,
         output: Annotated[
             Path | None,
-            typer.Option("--output", "-o", help="Where to write the profile (default: profiles/NAME.yaml)."),
+            typer.Option(
+                "--output", "-o", help="Where to write the profile (default: ./profiles/NAME.yaml in this folder)."
+            ),
         ] = None,
         plot: PlotOpt = None,
         plot_hardware: Annotated[
@@ -218,6 +249,7 @@ def register(app: typer.Typer) -> None:
         trust_remote_code: TrustRemoteCodeOpt = False,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
+        wide: WideOpt = False,
     ) -> None:
         """Count FLOPs, bytes and memory of one training step of MODEL and save its profile."""
         require_torch("profile")
@@ -232,7 +264,7 @@ def register(app: typer.Typer) -> None:
 
         mf = resolve(model, task=task, seq_len=seq_len, trust_remote_code=trust_remote_code)
         batch_size = batch_size or getattr(mf, "default_batch_size", None) or 8
-        path = output or Path("profiles") / f"{name or getattr(mf, 'name', '') or mf.path.stem}.yaml"
+        path = output or default_output(name or getattr(mf, "name", "") or mf.path.stem)
         if output is None and not path.parent.exists():
             check_writable(path.parent, "profile")  # profiles/ will be created in a writable folder
         else:
@@ -241,7 +273,7 @@ def register(app: typer.Typer) -> None:
         if plot is not None and plot_hardware is None and device == "meta":
             raise UserError(
                 "--plot on the meta device needs --plot-hardware NAME (meta has no roofline)",
-                "e.g. --plot-hardware h100",
+                "e.g. --plot-hardware h100-sxm",
             )
         if plot is not None and plot_hardware is not None:
             from advisor import api
@@ -269,7 +301,7 @@ def register(app: typer.Typer) -> None:
         if plot is not None:
             _plot(plot, prof, plot_hardware, catalog)
         data = summary(prof, path)
-        emit(data, fmt, lambda: _table(data))
+        emit(data, fmt, lambda: _table(data, wide))
 
 
 def _plot(path: Path, prof: Any, hardware: str | None, catalog: list[Path] | None) -> None:

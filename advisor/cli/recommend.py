@@ -13,7 +13,16 @@ from typing import Annotated
 import typer
 
 from advisor.cli import complete
-from advisor.cli.common import CatalogOpt, FormatOpt, ProfileArg, note
+from advisor.cli.common import (
+    CatalogOpt,
+    CheckpointEvery,
+    EvalShare,
+    FormatOpt,
+    ProfileArg,
+    WideOpt,
+    note,
+    parse_run_options,
+)
 from advisor.errors import UserError
 from advisor.io import check_writable
 from advisor.render.output import Format, emit
@@ -41,6 +50,8 @@ def build_question(
     precision: str | None,
     global_batch: int | None,
     catalog_paths,
+    checkpoint_every: str | None = None,
+    eval_share: float | None = None,
 ):
     """Parse and check everything the user typed: (catalog, profile, workload, constraints). Raises UserError."""
     from advisor import api, units
@@ -58,6 +69,7 @@ def build_question(
         raise UserError(f"--max-devices must be at least 1, got {max_devices}")
     if global_batch is not None and global_batch < 1:
         raise UserError(f"--global-batch must be at least 1, got {global_batch}")
+    run = parse_run_options(checkpoint_every, eval_share)
     work = parse_workload(samples, epochs, steps, tokens)
     workload = Workload(samples=work[0], epochs=work[1], steps=work[2], tokens=work[3])
     if workload.empty():
@@ -83,6 +95,8 @@ def build_question(
         pricing=pricing,
         precisions=precisions,
         global_batch=global_batch,
+        checkpoint_every_s=run.checkpoint_every_s,
+        eval_share=run.eval_share,
     )
     return cat, prof, workload, constraints
 
@@ -126,7 +140,10 @@ Precision = Annotated[
 ]
 GlobalBatch = Annotated[
     int | None,
-    typer.Option(help="Samples per optimizer step over all devices (default: the profile's batch per device)."),
+    typer.Option(
+        help="Samples per optimizer step over all devices (default: the model file's GLOBAL_BATCH, else the "
+        "profiled batch)."
+    ),
 ]
 
 
@@ -151,8 +168,11 @@ def register(app: typer.Typer) -> None:
         export: Annotated[Path | None, typer.Option(help="Write the question and the answer as YAML.")] = None,
         skypilot: Annotated[Path | None, typer.Option(help="Write a SkyPilot task YAML for the winner.")] = None,
         plot: Annotated[Path | None, typer.Option(help="Draw the time-cost plane (PNG; needs matplotlib).")] = None,
+        checkpoint_every: CheckpointEvery = None,
+        eval_share: EvalShare = None,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
+        wide: WideOpt = False,
     ) -> None:
         """Rank every catalog configuration for training PROFILE: cheapest within a deadline, fastest within a
         budget, the Pareto front of time and cost; when nothing qualifies, why and what to relax."""
@@ -161,7 +181,7 @@ def register(app: typer.Typer) -> None:
         check_outputs(export=export, skypilot=skypilot, plot=plot)
         cat, prof, workload, constraints = build_question(
             profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, devices,
-            max_devices, pricing, precision, global_batch, catalog,
+            max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share,
         )  # fmt: skip
         from advisor.recommender.rank import recommend
 
@@ -169,7 +189,7 @@ def register(app: typer.Typer) -> None:
         write_outputs(rec, prof, cat, export, skypilot, plot)
         from advisor.render.recommend_tables import print_recommendation
 
-        emit(rec, fmt, lambda: print_recommendation(rec))
+        emit(rec, fmt, lambda: print_recommendation(rec, wide))
 
 
 def write_outputs(rec, prof, cat, export: Path | None, skypilot: Path | None, plot: Path | None) -> None:
@@ -184,8 +204,11 @@ def write_outputs(rec, prof, cat, export: Path | None, skypilot: Path | None, pl
         else:
             from advisor.render.skypilot import write_task
 
-            write_task(rec.options[0], prof, cat.devices[rec.options[0].device], skypilot)
-            note(f"SkyPilot task for rank 1 written to {skypilot} (launch: sky launch {skypilot})")
+            try:
+                write_task(rec.options[0], prof, cat.devices[rec.options[0].device], skypilot)
+                note(f"SkyPilot task for rank 1 written to {skypilot} (launch: sky launch {skypilot})")
+            except UserError as exc:  # SkyPilot cannot launch the winner: say why, write nothing
+                note(exc.line())
     if plot is not None:
         from advisor.render.plots import pareto_png
 

@@ -90,6 +90,27 @@ class Config(BaseModel):
     def world(self) -> int:
         return self.devices_per_node * self.nodes
 
+    def model_copy(self, *, update: dict | None = None, deep: bool = False) -> Config:
+        """A copy with `update` applied; changing the older words (strategy, checkpointing) or the device count
+        rebuilds the layout: the same tp, pp, vpp, cp and sequence parallelism, dp from the new device count."""
+        words = ("strategy", "checkpointing", "devices_per_node", "nodes")
+        if not update or not any(k in update for k in words):
+            return super().model_copy(update=update, deep=deep)
+        update = dict(update)
+        lay = self.layout
+        strategy = update.pop("strategy", None)
+        checkpointing = update.pop("checkpointing", None)
+        data = {k: getattr(self, k) for k in type(self).model_fields}
+        data.update(update)
+        recompute = lay.recompute
+        if checkpointing is not None:
+            recompute = "full" if checkpointing else ("none" if lay.recompute == "full" else lay.recompute)
+        world = data["devices_per_node"] * data["nodes"]
+        data["layout"] = layout_for(
+            world, lay.tp, lay.pp, lay.vpp, lay.cp, strategy or lay.strategy, recompute, lay.sequence_parallel
+        )
+        return Config(**data)
+
     @computed_field
     @property
     def strategy(self) -> str:

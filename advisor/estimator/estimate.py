@@ -29,17 +29,27 @@ from pydantic import BaseModel, Field
 from advisor.catalog.schema import Catalog, Device, Instance
 from advisor.errors import UserError
 from advisor.estimator import parallel
+from advisor.estimator.batch import FLAG, BatchPlan, GlobalBatch, plan_batch, resolve_global_batch, too_many_replicas
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.layout import Layout
 from advisor.estimator.memory import Memory, largest_micro_batch, memory_arrays, to_memory
 from advisor.estimator.parallel import pipeline
 from advisor.estimator.passes import pass_times
 from advisor.estimator.report import Comm, DimComm, Phase, assumptions, comm_report
+from advisor.estimator.runtime import (
+    InputPipeline,
+    RunCosts,
+    RunOptions,
+    feed_note,
+    input_pipeline,
+    run_costs,
+    runtime_of,
+)
 from advisor.estimator.setup import check_precision, model_flops, setup_from_catalog  # noqa: F401
 from advisor.estimator.step import adjust_passes, layout_arrays, step_arrays  # noqa: F401
 from advisor.profiler.schema import Profile
 
-STEP_PARTS = ("forward", "backward", "recompute", "tp", "cp", "bubble", "pp", "dp", "optimizer")
+STEP_PARTS = ("forward", "backward", "recompute", "tp", "cp", "bubble", "pp", "dp", "optimizer", "input")
 
 
 class Estimate(BaseModel):
@@ -50,10 +60,13 @@ class Estimate(BaseModel):
     micro_batch: int
     accumulation: int
     global_batch: int
+    global_batch_source: str = Field("", description="where the global batch came from (advisor/estimator/batch.py)")
+    global_batch_reason: str | None = Field(None, description="why it differs from the one asked for (None: exact)")
     step_time_s: float
     parts: dict[str, float] = Field(
         description="the step split: forward, backward, recompute, exposed tp / cp / pp / dp communication, "
-        "pipeline bubble, optimizer (seconds, summing to step_time_s; on the slowest pipeline stage)"
+        "pipeline bubble, optimizer, waiting for input (seconds, summing to step_time_s; on the slowest "
+        "pipeline stage)"
     )
     phases: dict[str, Phase]
     compute_s: float
@@ -66,7 +79,11 @@ class Estimate(BaseModel):
     mfu: float
     scaling_efficiency: float
     memory: Memory
+    fits: bool = Field(True, description="false: the run does not fit in memory, so it has no time or cost")
+    to_fit: list[str] = Field([], description="when it does not fit: changes that would make it fit")
+    input: InputPipeline | None = Field(None, description="the host's image pipeline, for image models")
     steps: float | None = None
+    run: RunCosts | None = Field(None, description="the whole run: start-up, steps, evaluation, checkpoints")
     total_time_s: float | None = None
     node_usd_per_hour: float | None = None
     cost_usd: float | None = None
@@ -120,49 +137,45 @@ def scaled_device(device: Device, factor: float) -> Device:
     )
 
 
-def _batches(profile: Profile, config: Config, fit) -> tuple[int, int, int, list[str]]:
-    """(micro-batch, accumulation, global batch, notes) for the layout's dp replicas. Without --global-batch each
-    replica takes --micro-batch, else the profile's batch size. The micro-batch is the largest that fits, then
-    evened out so that the accumulation steps pad the global batch as little as possible."""
-    dp, notes = config.layout.dp, []
-    if config.global_batch is not None and config.global_batch < dp:
+def _batches(profile: Profile, config: Config, fit) -> tuple[BatchPlan, list[str], GlobalBatch]:
+    """(how the global batch is split, notes, where the global batch came from): the global batch is resolved
+    (advisor/estimator/batch.py), then split over the layout's dp data-parallel replicas by `plan_batch` with
+    the largest micro-batch that fits (`fit(limit)`) unless --micro-batch fixes it. Given both --global-batch
+    and --micro-batch, the global batch must be a multiple of dp × micro-batch."""
+    dp = config.layout.dp
+    gb = resolve_global_batch(profile, config.global_batch, config.micro_batch, dp)
+    if too_many_replicas(gb.samples, dp):
+        where = "" if gb.source == FLAG else f" ({gb.source})"
         raise UserError(
-            f"--global-batch {config.global_batch} is smaller than the {dp} data-parallel replicas (each needs a "
-            "sample)",
+            f"global batch {gb.samples}{where} is smaller than the {dp} data-parallel replicas (each needs a sample)",
             f"use --global-batch {dp} or more, or fewer replicas",
         )
-    if config.global_batch:
-        per_replica = math.ceil(config.global_batch / dp)
-    else:  # the micro-batch asked for, else the batch the model was profiled at, on every replica
-        per_replica = config.micro_batch or profile.batch_size
-    if config.micro_batch is not None:
-        if config.micro_batch > per_replica:
-            raise UserError(
-                f"contradictory batch: micro-batch {config.micro_batch} × {dp} replicas is more than "
-                f"the global batch {config.global_batch or per_replica * dp}",
-                "lower --micro-batch or raise --global-batch",
-            )
-        if config.global_batch and config.global_batch % (dp * config.micro_batch):
-            unit = dp * config.micro_batch
-            lower, upper = config.global_batch // unit * unit, -(-config.global_batch // unit) * unit
-            raise UserError(
-                f"--global-batch {config.global_batch} is not a multiple of dp × micro-batch = {dp} × "
-                f"{config.micro_batch} = {unit} (global batch = micro-batch × accumulation × dp)",
-                f"use --global-batch {' or '.join(str(v) for v in (lower, upper) if v > 0)}",
-            )
-        micro = config.micro_batch
-    else:
-        micro = fit(per_replica)
-    accum = math.ceil(per_replica / micro)
-    if config.micro_batch is None:
-        micro = math.ceil(per_replica / accum)  # same accumulation, least padding
-    global_batch = micro * accum * dp
-    asked = config.global_batch or per_replica * dp
-    if global_batch != asked:
-        notes.append(f"global batch {asked} runs as {global_batch} (micro-batch {micro} × {accum} × {dp})")
-    if accum > 1:
-        notes.append(f"batch {per_replica} per replica does not fit: micro-batch {micro}, {accum} accumulation steps")
-    return micro, accum, global_batch, notes
+    per_replica = -(-gb.samples // dp)
+    if config.micro_batch is not None and config.micro_batch > per_replica:
+        raise UserError(
+            f"contradictory batch: micro-batch {config.micro_batch} × {dp} replicas is more than "
+            f"the global batch {gb.samples}",
+            "lower --micro-batch or raise --global-batch",
+        )
+    if config.micro_batch is not None and gb.source == FLAG and gb.samples % (dp * config.micro_batch):
+        unit = dp * config.micro_batch
+        lower, upper = gb.samples // unit * unit, -(-gb.samples // unit) * unit
+        raise UserError(
+            f"--global-batch {gb.samples} is not a multiple of dp × micro-batch = {dp} × {config.micro_batch} = "
+            f"{unit} (global batch = micro-batch × accumulation × dp)",
+            f"use --global-batch {' or '.join(str(v) for v in (lower, upper) if v > 0)}",
+        )
+    max_micro = config.micro_batch or fit(per_replica)
+    plan = plan_batch(gb.samples, dp, max_micro, config.micro_batch)
+    notes = [gb.describe()]
+    if plan.reason:
+        notes.append(f"global batch {gb.samples} runs as {plan.global_batch}: {plan.reason}")
+    if plan.accumulation > 1:
+        notes.append(
+            f"micro-batch {plan.micro_batch} × {plan.accumulation} accumulation steps × {dp} replicas"
+            + ("" if config.micro_batch else f" (the largest micro-batch that fits is {max_micro})")
+        )
+    return plan, notes, gb
 
 
 def _phase(passes: dict, keys: list[tuple], scale: float, i: int = 0) -> Phase:
@@ -182,10 +195,17 @@ def _phase(passes: dict, keys: list[tuple], scale: float, i: int = 0) -> Phase:
 
 
 def estimate(
-    profile, catalog: Catalog, config: Config, workload: Workload | None = None, cache: dict | None = None
+    profile,
+    catalog: Catalog,
+    config: Config,
+    workload: Workload | None = None,
+    cache: dict | None = None,
+    run: RunOptions | None = None,
 ) -> Estimate:
     """One configuration. `cache` (any dict, reused across calls for the same profile) memoizes what layouts of
-    the same device and precision share (advisor/estimator/setup.py) and the per-op passes."""
+    the same device and precision share (advisor/estimator/setup.py) and the per-op passes. `run` sets the
+    checkpoint interval and evaluation share (advisor/estimator/runtime.py); a workload's total time includes
+    the run's fixed costs. A configuration that does not fit in memory gets no total time and no cost."""
     setup = setup_from_catalog(profile, catalog, config, cache)
     layout = config.layout
     notes_ = parallel.check(layout, setup.structure, config.world, setup.fabric.domain)
@@ -196,7 +216,8 @@ def estimate(
     def fit(limit: int) -> int:
         return largest_micro_batch(setup, layout_arrays(setup, layout, 1), limit, limit)
 
-    micro, accum, global_batch, notes = _batches(profile, config, fit)
+    plan, notes, gb = _batches(profile, config, fit)
+    micro, accum, global_batch = plan.micro_batch, plan.accumulation, plan.global_batch
     notes_ += notes
     lay = layout_arrays(setup, layout, accum)
     key = ("passes", id(setup), micro, layout.tp, layout.cp, layout.sequence_parallel)
@@ -210,7 +231,13 @@ def estimate(
     mem_parts = memory_arrays(setup, lay, np.asarray([micro]))
     memory = to_memory(setup, mem_parts)
     step = float(out["step"][0])
-    parts = {k: float(out["parts"][k][0]) for k in STEP_PARTS}
+    parts = {k: float(out["parts"][k][0]) for k in STEP_PARTS if k != "input"}
+    feed = input_pipeline(profile, runtime_of(catalog), setup.device, setup.instance, config, global_batch, step)
+    parts["input"] = 0.0
+    if feed is not None and feed.wait_s > 0:
+        step += feed.wait_s
+        parts["input"] = feed.wait_s
+        notes_.append(feed_note(feed, global_batch))
     n_slow, blocks = float(out["n_slow"][0]), setup.blocks
     slow = int(out["slow"][0])
     first, last = slow == 0 or layout.pp == 1, slow == 2 or layout.pp == 1
@@ -236,7 +263,7 @@ def estimate(
     comm_by_dim, comm = comm_report(setup, out, layout)
     hidden = step - comm.exposed_s - parts["bubble"]
     if not memory.fits:
-        notes_.append("does NOT fit in memory: try --recompute, a sharding (--strategy), more parallelism or devices")
+        notes_.append("does NOT fit in memory: no total time or cost (advisor/estimator/fit.py says what would fit)")
     stages = pipeline.stage_blocks(blocks, layout.pp) if setup.structure is not None else [1]
     est = Estimate(
         config=config,
@@ -246,6 +273,8 @@ def estimate(
         micro_batch=micro,
         accumulation=accum,
         global_batch=global_batch,
+        global_batch_source=gb.source,
+        global_batch_reason=plan.reason,
         step_time_s=step,
         parts=parts,
         phases=phases,
@@ -259,12 +288,16 @@ def estimate(
         mfu=mfu,
         scaling_efficiency=hidden / step if step > 0 else 1.0,
         memory=memory,
+        fits=memory.fits,
+        input=feed,
         assumptions=notes_ + assumptions(setup, config, peak),
     )
     steps = steps_for(profile, workload, global_batch)
     if steps is not None:
         est.steps = steps
-        est.total_time_s = steps * step
+    if steps is not None and memory.fits:
+        est.run = run_costs(profile, catalog, setup.device, setup.instance, config, steps * step, run)
+        est.total_time_s = est.run.total_s
         instance = setup.instance
         if instance is not None:
             hourly = instance.hourly_usd(spot=config.spot)

@@ -167,7 +167,8 @@ def _config_setup(profile, config, device, eff, instance) -> tuple[Setup, dict]:
     from advisor.estimator.estimate import layout_arrays
     from advisor.estimator.setup import setup_for
 
-    setup = setup_for(profile, device, eff, instance, config.precision, config.devices_per_node, config.nodes)
+    # memory needs no links: the fabric is not checked (nodes 1)
+    setup = setup_for(profile, device, eff, instance, config.precision, config.devices_per_node, 1)
     return setup, layout_arrays(setup, config.layout, 1)
 
 

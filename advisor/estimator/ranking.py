@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from advisor.catalog.schema import Catalog, Device, Instance
+from advisor.estimator.batch import resolve_global_batch
 from advisor.estimator.config import Config
 from advisor.estimator.estimate import Estimate, estimate, host_share, scaled_device
 from advisor.estimator.layout import Layout
@@ -58,6 +59,7 @@ def ranked_layouts(
     top: int = 10,
 ) -> LayoutSearch:
     start = time.perf_counter()
+    global_batch = resolve_global_batch(profile, global_batch).samples  # the recipe's, unless asked otherwise
     scaled = scaled_device(device, host_share(device, instance))
     eff = catalog.efficiency[device.efficiency]
     setup = setup_for(profile, scaled, eff, instance, precision, per_node, nodes)

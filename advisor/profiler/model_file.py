@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import UserError
+from advisor.profiler import recipe
 
 CONTRACT = "a model file defines build_model() -> torch.nn.Module and example_batch(batch_size)"
 OOM_HINT = "try a smaller --batch-size, or --device meta to count without allocating anything"
@@ -31,6 +32,8 @@ class ModelFile:
     example_batch: Callable[[int], Any]
     training_step: Callable[[Any, Any], Any] | None
     make_optimizer: Callable[[Any], Any] | None
+    global_batch: int | None = None  # GLOBAL_BATCH (advisor/profiler/recipe.py)
+    global_batch_source: str | None = None
 
 
 class InternalError(Exception):
@@ -66,7 +69,16 @@ def load_model_file(path: str | Path) -> ModelFile:
         if fn is not None and not callable(fn):
             raise UserError(f"{path}: {name} is not a function", f"define it as def {name}(...)")
         optional[name] = fn
-    return ModelFile(path, hashlib.sha256(source).hexdigest(), module.build_model, module.example_batch, **optional)
+    batch, batch_source = recipe.global_batch(module, path)
+    return ModelFile(
+        path,
+        hashlib.sha256(source).hexdigest(),
+        module.build_model,
+        module.example_batch,
+        **optional,
+        global_batch=batch,
+        global_batch_source=batch_source,
+    )
 
 
 def is_oom(exc: BaseException) -> bool:

@@ -309,6 +309,8 @@ def profile_model(
         batch_size=batch_size,
         input_shapes=first.input_shapes,
         tokens_per_sample=first.tokens_per_sample,
+        global_batch=mf.global_batch,
+        global_batch_source=mf.global_batch_source,
         linear_in_batch=linear,
         linear_reason=reason,
         parameters=first.parameters,

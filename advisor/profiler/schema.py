@@ -184,6 +184,10 @@ class Profile(Strict):
     batch_size: int
     input_shapes: list[str] = Field(description="shape and dtype of each input at the default batch size")
     tokens_per_sample: int | None = None
+    global_batch: int | None = Field(
+        None, ge=1, description="samples per optimizer step of the training recipe (the model file's GLOBAL_BATCH)"
+    )
+    global_batch_source: str | None = Field(None, description="where that recipe comes from (GLOBAL_BATCH_SOURCE)")
     linear_in_batch: bool
     linear_reason: str | None = None
     parameters: int

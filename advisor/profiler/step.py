@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,23 @@ class StepResult:
     model: Any = None
     batch: Any = None
     opt: Any = None
+
+
+def tokens_per_sample(keys: dict, calls: list, batch_size: int, int_inputs: list) -> int | None:
+    """The tokens one sample trains on: the width of the first [batch, seq] integer input, less what the
+    model never embeds (a batch of [b, s+1] that the training step slices to s counts s): the indices per
+    sample of the forward pass's [batch, ...] embedding lookups, summed (an encoder-decoder embeds source
+    and target), cap it. None when neither is there (not a token model)."""
+    lookups = {}  # key index -> indices per sample, for [batch, ...] embedding lookups of the forward pass
+    for (op, shapes, _dtype, phase, *_), index in keys.items():
+        if op == "aten.embedding" and phase == "forward" and len(shapes) > 1 and isinstance(shapes[1], tuple):
+            if len(shapes[1]) >= 2:  # [batch, seq]: a lookup per token of every sample (not [seq] positions)
+                lookups[index] = math.prod(shapes[1]) // batch_size
+    looked_up = sum(lookups.get(call[0], 0) for call in calls)  # every call: a shared table looked up twice
+    given = (int_inputs[0].numel() // int_inputs[0].shape[0]) if int_inputs else None
+    if given and looked_up:
+        return min(given, looked_up)
+    return given or looked_up or None
 
 
 def find_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
@@ -252,7 +270,7 @@ def run_step(
         # during the next steps' forward and backward
         peak_bytes=max(mem.peak, mem.peak_before_optimizer + _unique_bytes(state)),
         input_shapes=[f"{n}: [{', '.join(map(str, t.shape))}] {dtype_name(t.dtype)}" for n, t in inputs],
-        tokens_per_sample=(ints[0].numel() // ints[0].shape[0]) if ints else None,
+        tokens_per_sample=tokens_per_sample(counter.keys, counter.calls, batch_size, ints),
         optimizer=opt_name,
         notes=notes,
         saved_by=dict(mem.saved_by),

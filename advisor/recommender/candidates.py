@@ -1,6 +1,8 @@
 """Candidate configurations: every catalog instance × precision × node count × parallel layout.
 
-Node counts are 1, 2, 4, … up to the instance's `max_nodes` and the --max-devices cap. A node always uses
+Node counts are 1, 2, 4, … up to the instance's `max_nodes` and the --max-devices cap. Owned machines
+(on-prem, at amortized prices) take part only when --providers names their provider; devices marked
+`training: false` in the catalog (inference chips) never do. Both are counted as rejections. A node always uses
 all of its instance's devices (a CPU instance counts as one device, as `advisor estimate` does): one pays
 for the whole instance anyway. The layouts of each (instance, precision) are enumerated and evaluated
 together by the layout search (advisor/estimator/search.py). Spot and on-demand share one estimate and
@@ -35,6 +37,7 @@ def default_precisions(device: Device) -> list[str]:
 
 
 KINDS = DEVICE_KINDS
+OWNED = "owned hardware (not rented; ask with --providers)"
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,13 @@ class Candidate:
     def label(self, nodes: int | None = None, layout: str = "") -> str:
         where = f"{nodes}×{self.per_node}" if nodes else f"{self.per_node} per node"
         return f"{self.instance.id} ({where}, {self.precision}{', ' + layout if layout else ''})"
+
+
+def is_owned(catalog: Catalog, instance: Instance) -> bool:
+    """Owned machines at an amortized price: the provider says so (catalog `providers`), or, for a provider
+    without an entry, the instance's `amortized` flag."""
+    provider = catalog.providers.get(instance.provider)
+    return provider.owned if provider is not None else instance.amortized
 
 
 def devices_per_node(instance: Instance, device: Device) -> int:
@@ -147,6 +157,12 @@ def enumerate_candidates(
             continue
         if devices and device.id not in devices:
             rejected("device filter", instance.id, per_precision * len(wanted))
+            continue
+        if not device.training:
+            rejected("inference-only device", f"{instance.id} ({device.id})", per_precision * len(wanted))
+            continue
+        if is_owned(catalog, instance) and instance.provider not in (providers or []):
+            rejected(OWNED, instance.id, per_precision * len(wanted))
             continue
         if not counts:
             rejected("more devices than --max-devices", f"{instance.id} ({per_node} devices per node)", 1)

@@ -42,7 +42,8 @@ def _verdict(rows: list[KindRow], objective: str) -> tuple[str | None, str]:
     win = min(ranked, key=lambda r: sort_key(r.best, objective))
     w = win.best
     parts = [
-        f"{win.kind.upper()} wins on {objective}: {w.instance} ({w.nodes}×{w.devices_per_node} {w.device}), "
+        f"{win.kind.upper()} wins on {objective}: {w.instance} ({w.nodes}×{w.devices_per_node} {w.device})"
+        f"{' (owned, amortized)' if w.owned else ''}, "
         f"{units.fmt_duration(w.total_time_s)} for {units.fmt_money(w.cost_usd)}"
     ]
     for row in rows:

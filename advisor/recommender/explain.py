@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor import units
+from advisor.recommender.candidates import OWNED
 from advisor.recommender.model import Constraints, Explanation, Option, Rejections
 
 
@@ -30,6 +31,8 @@ def _no_feasible(constraints: Constraints, rejections: Rejections, closest) -> E
         return Explanation(binding=["memory"], summary="no configuration holds the model in memory", relax=relax)
     filtered = sum(counts.get(k, 0) for k in ("provider filter", "device filter"))
     relax = ["drop or widen --providers / --devices"] if filtered else []
+    if counts.get(OWNED):
+        relax.append("name the owned machines' provider in --providers (e.g. onprem) to include them")
     if counts.get("precision unsupported"):
         relax.append("allow other precisions (--precision)")
     if any(k.startswith("no ") and k.endswith(" price") for k in counts):

@@ -25,6 +25,8 @@ class Constraints(BaseModel):
     pricing: PricingChoice = "on-demand"
     precisions: list[str] = []
     global_batch: int | None = Field(None, ge=1)
+    checkpoint_every_s: float | None = Field(None, ge=0, description="None: the catalog's default; 0: at the end")
+    eval_share: float | None = Field(None, ge=0, lt=1, description="None: the catalog's default")
 
 
 class Option(BaseModel):
@@ -55,13 +57,20 @@ class Option(BaseModel):
     recompute: str = "none"
     pricing: Literal["on-demand", "spot"]
     step_time_s: float
-    total_time_s: float
+    total_time_s: float = Field(description="the whole run: start-up, steps, evaluation and checkpoints")
+    startup_s: float = Field(0.0, description="provisioning, setup and initialisation")
+    checkpoint_s: float = Field(0.0, description="all checkpoint writes")
+    eval_s: float = 0.0
+    input_bound: bool = Field(False, description="the host's input pipeline holds the devices back")
+    owned: bool = Field(False, description="owned machines at an amortized price, not rented")
+    price_as_of: str | None = Field(None, description="when the instance's price was read (ISO date)")
     cost_usd: float
     usd_per_hour: float = Field(description="all nodes together")
     steps: float
     micro_batch: int
     accumulation: int
     global_batch: int
+    global_batch_reason: str | None = Field(None, description="why the global batch differs from the one asked")
     mfu: float
     memory_bytes: float
     memory_capacity_bytes: float | None = None
@@ -141,6 +150,9 @@ class Explanation(BaseModel):
 
 class Question(BaseModel):
     profile: str
+    global_batch: int | None = Field(None, description="samples per step every option trains at")
+    global_batch_source: str = Field("", description="where it came from: --global-batch, the model file, ...")
+    global_batch_detail: str = ""
     profile_sha256: str
     parameters: int
     workload: dict

@@ -21,11 +21,13 @@ import numpy as np
 from advisor import units
 from advisor.catalog.schema import Catalog
 from advisor.errors import UserError
+from advisor.estimator.batch import resolve_global_batch
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.estimate import billed_cost, estimate, host_share, scaled_device, steps_for
+from advisor.estimator.runtime import RunOptions, input_pipeline, run_costs, runtime_of
 from advisor.estimator.search import Found, best, search_many
 from advisor.estimator.setup import setup_for
-from advisor.recommender.candidates import Candidate, enumerate_candidates
+from advisor.recommender.candidates import Candidate, enumerate_candidates, is_owned
 from advisor.recommender.explain import explain
 from advisor.recommender.model import Constraints, Option, Question, Recommendation, Rejections, Row
 
@@ -52,12 +54,12 @@ def mark_pareto(options: list[Option]) -> list[Option]:
     return front
 
 
-def _row(cand: Candidate, found: Found, i: int, steps, pricing: str, hourly: float, cost: float, cap, constraints):
+def _row(cand: Candidate, found: Found, i: int, costs: dict, pricing: str, hourly: float, cost: float, cap,
+         constraints: Constraints, owned: bool):  # fmt: skip
     nodes = int(found.nodes[i])
     layout = found.layout(i)
     inst = cand.instance
-    step = float(found.step[i])
-    total = steps * step
+    total = costs["total_s"]
     memory = float(found.memory[i])
     return Row(
         rank=None,
@@ -82,15 +84,22 @@ def _row(cand: Candidate, found: Found, i: int, steps, pricing: str, hourly: flo
         sequence_parallel=layout.sequence_parallel,
         recompute=layout.recompute,
         pricing=pricing,
-        step_time_s=step,
+        step_time_s=costs["step_s"],
         total_time_s=total,
+        startup_s=costs["startup_s"],
+        checkpoint_s=costs["checkpoint_s"],
+        eval_s=costs["eval_s"],
+        input_bound=costs["input_bound"],
+        owned=owned,
+        price_as_of=inst.as_of.isoformat(),
         cost_usd=cost,
         usd_per_hour=hourly * nodes,
-        steps=steps,
+        steps=costs["steps"],
         micro_batch=int(found.micro[i]),
         accumulation=int(found.m[i]),
         global_batch=int(found.micro[i] * found.m[i] * found.dp[i]),
-        mfu=float(found.mfu[i]),
+        global_batch_reason=None,
+        mfu=float(found.mfu[i]) * float(found.step[i]) / costs["step_s"],
         memory_bytes=memory,
         memory_capacity_bytes=cap,
         memory_headroom_bytes=None if cap is None else cap - memory,
@@ -98,6 +107,38 @@ def _row(cand: Candidate, found: Found, i: int, steps, pricing: str, hourly: flo
         meets_deadline=constraints.deadline_s is None or total <= constraints.deadline_s,
         within_budget=constraints.budget_usd is None or cost <= constraints.budget_usd,
     )
+
+
+def run_of(profile: Profile, catalog: Catalog, cand: Candidate, setup, found: Found, i: int, workload: Workload,
+           run: RunOptions) -> dict:  # fmt: skip
+    """The whole run of one searched layout as estimate() prices it: the step plus what the host's input
+    pipeline makes it wait, the steps, and start-up, evaluation and checkpoints (advisor/estimator/runtime.py)."""
+    nodes = int(found.nodes[i])
+    global_batch = int(found.micro[i] * found.m[i] * found.dp[i])
+    config = Config(
+        device=cand.device.id,
+        instance=cand.instance.id,
+        devices_per_node=cand.per_node,
+        nodes=nodes,
+        precision=cand.precision,
+        layout=found.layout(i),
+        micro_batch=int(found.micro[i]),
+        global_batch=global_batch,
+    )
+    step = float(found.step[i])
+    feed = input_pipeline(profile, runtime_of(catalog), setup.device, cand.instance, config, global_batch, step)
+    wait = feed.wait_s if feed is not None else 0.0
+    steps = steps_for(profile, workload, global_batch)
+    costs = run_costs(profile, catalog, setup.device, cand.instance, config, steps * (step + wait), run)
+    return {
+        "step_s": step + wait,
+        "steps": steps,
+        "total_s": costs.total_s,
+        "startup_s": costs.startup_s,
+        "checkpoint_s": costs.checkpoint_s,
+        "eval_s": costs.eval_s,
+        "input_bound": wait > 0,
+    }
 
 
 def check_workload(profile: Profile, workload: Workload) -> None:
@@ -124,6 +165,8 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
     def rejected(reason: str, example: str, configurations: int = 1) -> None:
         rejections.add(reason, example, n=configurations * weight)
 
+    gb = resolve_global_batch(profile, constraints.global_batch)
+    run = RunOptions(checkpoint_every_s=constraints.checkpoint_every_s, eval_share=constraints.eval_share)
     cache: dict = {}
     cands: list[Candidate] = []
     setups, counts = [], []
@@ -147,7 +190,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
         counts.append([n for n in cand.counts if n == 1 or inst.network is not None])
     if not setups:
         return [], rejections, 0, None
-    found = search_many(setups, counts, constraints.global_batch, cache)
+    found = search_many(setups, counts, gb.samples, cache)
     winners = best(found)
     group = found.setup * (1 << 20) + found.nodes
     keys, index, sizes = np.unique(group, return_inverse=True, return_counts=True)
@@ -155,43 +198,51 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
     missing = np.where(found.fits, np.inf, found.memory)
     least = np.full(len(keys), np.inf)
     np.minimum.at(least, index, missing)
+    where = {int(key): g for g, key in enumerate(keys)}
     closest = None
     feasible: list[Row] = []
-    for g, key in enumerate(keys):
-        k, nodes = int(key >> 20), int(key & ((1 << 20) - 1))
-        cand, setup = cands[k], setups[k]
-        label = cand.label(nodes)
-        cap = setup.capacity
-        if sizes[g] > fitting[g]:
-            need = float(least[g])
-            if (k, nodes) not in winners:
-                over = need / cap if cap else float("inf")
-                if closest is None or over < closest[0]:
-                    closest = (over, label, need, cap)
-            rejected(
-                "memory",
-                f"{label}: needs {units.fmt_bytes(need)} per device of {units.fmt_bytes(cap or 0)}",
-                int(sizes[g] - fitting[g]),
-            )
-        if (k, nodes) not in winners:
-            continue
-        i = winners[(k, nodes)]
-        if fitting[g] > 1:
-            rejected("slower layout", label, int(fitting[g] - 1))
-        global_batch = int(found.micro[i] * found.m[i] * found.dp[i])
-        steps = steps_for(profile, workload, global_batch)
-        inst = cand.instance
-        for pricing in pricings:
-            hourly = inst.hourly_usd(spot=pricing == "spot")
-            if hourly is None:
-                rejections.add(f"no {pricing} price", inst.id)
+    for k, (cand, setup) in enumerate(zip(cands, setups, strict=True)):
+        owned = is_owned(catalog, cand.instance)
+        for nodes in counts[k]:
+            label = cand.label(nodes)
+            g = where.get(k * (1 << 20) + nodes)
+            if g is None:  # no layout of these devices divides the global batch, or the model's dimensions
+                world = nodes * cand.per_node
+                if world > gb.samples and setup.structure is None:
+                    rejected("more replicas than the global batch", f"{label}: {world} devices, {gb.samples} samples")
+                else:
+                    rejected("no valid layout", f"{label}: global batch {gb.samples}")
                 continue
-            cost = billed_cost(steps * float(found.step[i]), hourly, nodes, inst)
-            feasible.append(_row(cand, found, i, steps, pricing, hourly, cost, cap, constraints))
+            cap = setup.capacity
+            if sizes[g] > fitting[g]:
+                need = float(least[g])
+                if (k, nodes) not in winners:
+                    over = need / cap if cap else float("inf")
+                    if closest is None or over < closest[0]:
+                        closest = (over, label, need, cap)
+                rejected(
+                    "memory",
+                    f"{label}: needs {units.fmt_bytes(need)} per device of {units.fmt_bytes(cap or 0)}",
+                    int(sizes[g] - fitting[g]),
+                )
+            if (k, nodes) not in winners:
+                continue
+            i = winners[(k, nodes)]
+            if fitting[g] > 1:
+                rejected("slower layout", label, int(fitting[g] - 1))
+            costs = run_of(profile, catalog, cand, setup, found, i, workload, run)
+            inst = cand.instance
+            for pricing in pricings:
+                hourly = inst.hourly_usd(spot=pricing == "spot")
+                if hourly is None:
+                    rejections.add(f"no {pricing} price", inst.id)
+                    continue
+                cost = billed_cost(costs["total_s"], hourly, nodes, inst)
+                feasible.append(_row(cand, found, i, costs, pricing, hourly, cost, cap, constraints, owned))
     return feasible, rejections, found.layouts, closest
 
 
-def assumptions_for(profile: Profile, catalog: Catalog, options, workload: Workload) -> list[str]:
+def assumptions_for(profile: Profile, catalog: Catalog, options, workload: Workload) -> list[str]:  # noqa: D103
     """What the estimate of each shown option assumes: `estimate()` itself, on the option's layout."""
     seen: dict[str, None] = {}
     for o in options:
@@ -237,9 +288,13 @@ def recommend(
     described = shown[:1] or [o for o in (explanation.fastest, explanation.cheapest) if o is not None][:1]
     assumptions = assumptions_for(profile, catalog, described, workload)
     oldest, newest = catalog.as_of_range()
+    gb = resolve_global_batch(profile, constraints.global_batch)
     return Recommendation(
         question=Question(
             profile=profile.name,
+            global_batch=gb.samples,
+            global_batch_source=gb.source,
+            global_batch_detail=gb.detail,
             profile_sha256=profile.model_sha256,
             parameters=profile.parameters,
             workload=workload.model_dump(exclude_none=True),

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
-from rich.console import Console
 from rich.table import Table
 
 from advisor import units
 from advisor.catalog.schema import Catalog, Device, Instance
+from advisor.render.columns import Col, make_console, print_table
+from advisor.render.marks import OLD_PRICE, old_price_note, stale
 from advisor.vocab import DTYPES
 
-# Piped output gets wide tables instead of rich's 80-column default.
-console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 220)
+# $COLUMNS when set, else the terminal's width; piped output gets wide tables instead of rich's 80 columns.
+console = make_console()
 
 
 def _site(source: str) -> str:
@@ -31,12 +31,24 @@ def _money(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}"
 
 
-def device_table(devices: list[Device]) -> Table:
-    table = Table(title=f"{len(devices)} devices (dense peaks; matrix unit where there is one)", title_justify="left")
-    for col in ("id", "kind", "memory", "bandwidth", "bf16", "fp16", "fp32", "TDP W", "year", "source", "as of"):
-        table.add_column(col, justify="right" if col in ("memory", "bandwidth", "TDP W", "year") else "left")
-    for dev in sorted(devices, key=lambda d: (d.kind, d.vendor, d.id)):
-        table.add_row(
+DEVICE_COLUMNS = (
+    Col("id", wrap=True),
+    Col("kind", priority=5),
+    Col("memory", right=True, keep=True),
+    Col("bandwidth", priority=2, right=True, keep=True),
+    Col("bf16", priority=1, keep=True),
+    Col("fp16", priority=4, keep=True),
+    Col("fp32", priority=3, keep=True),
+    Col("TDP W", priority=6, right=True, keep=True),
+    Col("year", priority=6, right=True, keep=True),
+    Col("source", priority=7, wrap=True),
+    Col("as of", priority=5, keep=True),
+)
+
+
+def device_rows(devices: list[Device]) -> list[list[str]]:
+    return [
+        [
             dev.id,
             dev.kind,
             units.fmt_bytes(dev.memory_bytes) if dev.memory_bytes else "host",
@@ -48,8 +60,9 @@ def device_table(devices: list[Device]) -> Table:
             str(dev.launch_year),
             _site(dev.source),
             dev.as_of.isoformat(),
-        )
-    return table
+        ]
+        for dev in sorted(devices, key=lambda d: (d.kind, d.vendor, d.id))
+    ]
 
 
 def _count(inst: Instance) -> str:
@@ -57,32 +70,54 @@ def _count(inst: Instance) -> str:
     return f"{n:g}" if n == round(n) else f"{n:.2f}"
 
 
-def instance_table(catalog: Catalog, instances: list[Instance]) -> Table:
-    table = Table(title=f"{len(instances)} instances (USD per hour for the whole node)", title_justify="left")
-    for col in ("id", "provider", "devices", "vCPU", "host mem", "network", "on-demand", "spot", "regions", "as of"):
-        table.add_column(col, justify="right" if col in ("vCPU", "host mem", "on-demand", "spot") else "left")
+INSTANCE_COLUMNS = (
+    Col("id", wrap=True),
+    Col("provider", priority=6, wrap=True),
+    Col("devices", wrap=True),
+    Col("vCPU", priority=4, right=True, keep=True),
+    Col("host mem", priority=5, right=True, keep=True),
+    Col("network", priority=3, keep=True),
+    Col("on-demand", right=True, keep=True),
+    Col("spot", priority=2, right=True, keep=True),
+    Col("regions", priority=7, wrap=True),
+    Col("as of", priority=1, keep=True),
+)
+
+
+def instance_rows(instances: list[Instance]) -> list[list[str]]:
+    rows = []
     for inst in sorted(instances, key=lambda i: (i.provider, i.hourly_usd() or 0, i.id)):
         regions = inst.pricing.regions
-        table.add_row(
-            inst.id,
-            inst.provider + (" (amortized)" if inst.amortized else ""),
-            f"{_count(inst)}× {inst.device}",
-            str(inst.vcpus or "-"),
-            units.fmt_bytes(inst.host_memory_bytes) if inst.host_memory_bytes else "-",
-            units.fmt_bits(inst.network.bandwidth_per_direction) if inst.network else "-",
-            _money(inst.hourly_usd()),
-            _money(inst.hourly_usd(spot=True)),
-            regions[0] + (f" +{len(regions) - 1}" if len(regions) > 1 else ""),
-            inst.as_of.isoformat(),
+        rows.append(
+            [
+                inst.id,
+                inst.provider + (" (amortized)" if inst.amortized else ""),
+                f"{_count(inst)}× {inst.device}",
+                str(inst.vcpus or "-"),
+                units.fmt_bytes(inst.host_memory_bytes) if inst.host_memory_bytes else "-",
+                units.fmt_bits(inst.network.bandwidth_per_direction) if inst.network else "-",
+                _money(inst.hourly_usd()),
+                _money(inst.hourly_usd(spot=True)),
+                regions[0] + (f" +{len(regions) - 1}" if len(regions) > 1 else ""),
+                inst.as_of.isoformat() + (f" {OLD_PRICE}" if stale(inst.as_of) else ""),
+            ]
         )
-    return table
+    return rows
 
 
-def print_lists(catalog: Catalog, devices: list[Device] | None, instances: list[Instance] | None) -> None:
+def print_lists(
+    catalog: Catalog, devices: list[Device] | None, instances: list[Instance] | None, wide: bool = False
+) -> None:
+    """The lists fitted to the terminal (advisor/render/columns.py): ids, memory and prices always whole."""
     if devices is not None:
-        console.print(device_table(devices))
+        title = f"{len(devices)} devices (dense peaks; matrix unit where there is one)"
+        print_table(console, title, DEVICE_COLUMNS, device_rows(devices), wide)
     if instances is not None:
-        console.print(instance_table(catalog, instances))
+        title = f"{len(instances)} instances (USD per hour for the whole node)"
+        print_table(console, title, INSTANCE_COLUMNS, instance_rows(instances), wide)
+        note = old_price_note([i.as_of for i in instances])
+        if note:
+            console.print(note, soft_wrap=True)
 
 
 def _kv(title: str) -> Table:
@@ -166,7 +201,8 @@ def _print_instance(catalog: Catalog, inst: Instance) -> None:
     table.add_row("source", inst.source)
     for extra in inst.extra_sources:
         table.add_row("", extra)
-    table.add_row("as of", inst.as_of.isoformat())
+    old = f" {OLD_PRICE} more than a year old: check the price" if stale(inst.as_of) else ""
+    table.add_row("as of", inst.as_of.isoformat() + old)
     if inst.notes:
         table.add_row("notes", inst.notes)
     console.print(table)

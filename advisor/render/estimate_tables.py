@@ -13,6 +13,11 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f} %" if whole > 0 else "-"
 
 
+# What an estimate that does not fit must not show as achievable (JSON/YAML get null).
+UNACHIEVABLE = (
+    "step_time_s", "parts", "phases", "compute_s", "memory_bound_s", "overhead_s", "comm", "comm_by_dim",
+    "samples_per_s", "mfu", "scaling_efficiency", "input", "run", "total_time_s", "node_usd_per_hour", "cost_usd",
+)  # fmt: skip
 PART_LABELS = {
     "forward": "forward",
     "backward": "backward",
@@ -23,6 +28,7 @@ PART_LABELS = {
     "pp": "PP sends (exposed)",
     "dp": "DP communication (exposed)",
     "optimizer": "optimizer",
+    "input": "input pipeline (waiting)",
 }
 
 
@@ -40,59 +46,32 @@ def layout_line(est: Estimate) -> str:
     return f"layout [bold]{lay.label()}[/bold]: " + "; ".join(bits)
 
 
-def print_estimate(est: Estimate, profile_name: str) -> None:
+def estimate_view(est: Estimate) -> dict:
+    """The estimate as machines get it: the Estimate itself, with every time and cost null when it does not fit."""
+    from advisor.io import plain
+
+    data = plain(est)
+    if not est.fits:
+        data.update({key: None for key in UNACHIEVABLE})
+    return data
+
+
+def _header(est: Estimate, profile_name: str) -> None:
     c = est.config
     where = est.instance or est.device
     layout = f"{c.nodes} node{'s' * (c.nodes > 1)} × {c.devices_per_node} {est.device}"
-    console.print(f"[bold]{profile_name}[/bold] on [bold]{where}[/bold] ({layout}), {c.precision}")
+    console.print(f"[bold]{profile_name}[/bold] on [bold]{where}[/bold] ({layout}), {c.precision}", soft_wrap=True)
     console.print(layout_line(est))
     console.print(
         f"micro-batch {est.micro_batch} × accumulation {est.accumulation} × {est.layout.dp} replicas "
-        f"= global batch {est.global_batch}"
+        f"= global batch {est.global_batch:,} ({est.global_batch_source})",
+        soft_wrap=True,
     )
-    title = "step time" + (" (the slowest pipeline stage)" if est.layout.pp > 1 else "")
-    step = Table(title=title, title_justify="left")
-    for col in ("part", "time", "share", "what bounds it"):
-        step.add_column(col, justify="left" if col in ("part", "what bounds it") else "right")
-    for name, seconds in est.parts.items():
-        if seconds <= 0 and name not in ("forward", "backward", "optimizer"):
-            continue
-        note = ""
-        if name in est.phases:
-            note = est.phases[name].bound
-        elif name in est.comm_by_dim:
-            d = est.comm_by_dim[name]
-            note = f"{d.fabric}; {units.fmt_duration(d.total_s)} in all"
-        elif name == "bubble":
-            lay = est.layout
-            note = f"(pp−1)/(v·m) = {lay.pp - 1}/({lay.vpp}·{est.accumulation}) of the busy time"
-        step.add_row(PART_LABELS[name], units.fmt_duration(seconds), _pct(seconds, est.step_time_s), note)
-    step.add_row("[bold]step[/bold]", f"[bold]{units.fmt_duration(est.step_time_s)}[/bold]", "100 %", "")
-    console.print(step)
-    comm = est.comm
-    console.print(
-        f"of which compute-bound {units.fmt_duration(est.compute_s)}, memory-bound "
-        f"{units.fmt_duration(est.memory_bound_s)}, per-op overhead {units.fmt_duration(est.overhead_s)}, "
-        f"exposed communication {units.fmt_duration(comm.exposed_s)}"
-    )
-    active = {k: d for k, d in est.comm_by_dim.items() if d.total_s > 0}
-    if active:
-        table = Table(title="communication per step and device", title_justify="left")
-        for col in ("dimension", "total", "exposed", "bytes", "fabric"):
-            table.add_column(col, justify="left" if col in ("dimension", "fabric") else "right")
-        for k, d in active.items():
-            table.add_row(
-                k.upper(),
-                units.fmt_duration(d.total_s),
-                units.fmt_duration(d.exposed_s),
-                units.fmt_bytes(d.bytes_per_step),
-                d.fabric,
-            )
-        console.print(table)
-    console.print(
-        f"MFU {100 * est.mfu:.1f} %; {est.samples_per_s:,.1f} samples/s; "
-        f"scaling efficiency {100 * est.scaling_efficiency:.0f} %"
-    )
+    if est.global_batch_reason:
+        console.print(f"global batch: {est.global_batch_reason}", soft_wrap=True)
+
+
+def _memory_table(est: Estimate) -> None:
     m = est.memory
     mem = Table(title="memory per device", title_justify="left")
     mem.add_column("part")
@@ -113,15 +92,113 @@ def print_estimate(est: Estimate, profile_name: str) -> None:
             "capacity", f"{units.fmt_bytes(m.capacity_bytes)} ({verdict}, headroom {units.fmt_bytes(m.headroom_bytes)})"
         )
     console.print(mem)
-    if est.steps is not None:
-        line = f"{est.steps:,.0f} steps: {units.fmt_duration(est.total_time_s)}"
+
+
+def _step_table(est: Estimate) -> None:
+    title = "step time" + (" (the slowest pipeline stage)" if est.layout.pp > 1 else "")
+    step = Table(title=title, title_justify="left")
+    for col in ("part", "time", "share", "what bounds it"):
+        step.add_column(col, justify="left" if col in ("part", "what bounds it") else "right", overflow="fold")
+    for name, seconds in est.parts.items():
+        if seconds <= 0 and name not in ("forward", "backward", "optimizer"):
+            continue
+        note = ""
+        if name in est.phases:
+            note = est.phases[name].bound
+        elif name in est.comm_by_dim:
+            d = est.comm_by_dim[name]
+            note = f"{d.fabric}; {units.fmt_duration(d.total_s)} in all"
+        elif name == "bubble":
+            lay = est.layout
+            note = f"(pp−1)/(v·m) = {lay.pp - 1}/({lay.vpp}·{est.accumulation}) of the busy time"
+        elif name == "input" and est.input is not None:
+            note = f"host: {est.input.samples_per_s:,.0f} images/s on {est.input.vcpus_per_node} vCPUs per node"
+        step.add_row(PART_LABELS[name], units.fmt_duration(seconds), _pct(seconds, est.step_time_s), note)
+    step.add_row("[bold]step[/bold]", f"[bold]{units.fmt_duration(est.step_time_s)}[/bold]", "100 %", "")
+    console.print(step)
+    comm = est.comm
+    console.print(
+        f"of which compute-bound {units.fmt_duration(est.compute_s)}, memory-bound "
+        f"{units.fmt_duration(est.memory_bound_s)}, per-op overhead {units.fmt_duration(est.overhead_s)}, "
+        f"exposed communication {units.fmt_duration(comm.exposed_s)}",
+        soft_wrap=True,
+    )
+    active = {k: d for k, d in est.comm_by_dim.items() if d.total_s > 0}
+    if active:
+        table = Table(title="communication per step and device", title_justify="left")
+        for col in ("dimension", "total", "exposed", "bytes", "fabric"):
+            table.add_column(col, justify="left" if col in ("dimension", "fabric") else "right")
+        for k, d in active.items():
+            table.add_row(
+                k.upper(),
+                units.fmt_duration(d.total_s),
+                units.fmt_duration(d.exposed_s),
+                units.fmt_bytes(d.bytes_per_step),
+                d.fabric,
+            )
+        console.print(table)
+    console.print(
+        f"MFU {100 * est.mfu:.1f} %; {est.samples_per_s:,.1f} samples/s; "
+        f"scaling efficiency {100 * est.scaling_efficiency:.0f} %"
+    )
+
+
+def _run_table(est: Estimate) -> None:
+    run = est.run
+    table = Table(title=f"the whole run: {est.steps:,.0f} steps", title_justify="left")
+    table.add_column("part")
+    table.add_column("time", justify="right")
+    table.add_column("share", justify="right")
+    table.add_column("what", overflow="fold")
+    total = run.total_s
+    every = units.fmt_duration(run.checkpoint_every_s) if run.checkpoint_every_s else "the end only"
+    for label, seconds, what in (
+        ("provisioning", run.provisioning_s, "launch to running nodes (catalog providers)"),
+        ("setup", run.setup_s, "software stack on every node"),
+        ("initialisation", run.init_s, "framework, devices, collectives"),
+        ("training steps", run.train_s, f"{est.steps:,.0f} × {units.fmt_duration(est.step_time_s)}"),
+        ("evaluation", run.eval_s, f"{100 * run.eval_share:.3g} % of training (--eval-share)"),
+        (
+            "checkpoints",
+            run.checkpoint_s,
+            f"{run.checkpoints} × {units.fmt_bytes(run.checkpoint_bytes)} in "
+            f"{units.fmt_duration(run.checkpoint_write_s)} each, every {every} (--checkpoint-every)",
+        ),
+    ):
+        table.add_row(label, units.fmt_duration(seconds), _pct(seconds, total), what)
+    table.add_row("[bold]total[/bold]", f"[bold]{units.fmt_duration(total)}[/bold]", "100 %", "")
+    console.print(table)
+
+
+def print_estimate(est: Estimate, profile_name: str) -> None:
+    c = est.config
+    _header(est, profile_name)
+    if est.fits:
+        _step_table(est)
+    _memory_table(est)
+    if not est.fits:
+        m = est.memory
+        console.print(
+            f"[bold red]does not fit[/bold red]: {units.fmt_bytes(m.total_bytes)} per device of "
+            f"{units.fmt_bytes(m.capacity_bytes or 0)}, so it has no step time, total time or cost",
+            soft_wrap=True,
+        )
+        if est.to_fit:
+            console.print("what would make it fit:")
+            for hint in est.to_fit:
+                console.print(f"  - {hint}", soft_wrap=True)
+        else:
+            console.print("nothing in the catalog holds it with these settings", soft_wrap=True)
+    elif est.steps is not None:
+        _run_table(est)
+        line = f"total {units.fmt_duration(est.total_time_s)}"
         if est.cost_usd is not None:
             pricing = "spot" if c.spot else "on-demand"
             line += (
                 f", {units.fmt_money(est.cost_usd)} ({c.nodes} × {units.fmt_money(est.node_usd_per_hour)}/h {pricing}, "
-                "billing granularity applied)"
+                "the whole run billed, billing granularity applied)"
             )
-        console.print(line)
+        console.print(line, soft_wrap=True)
     else:
         console.print("no workload given (--samples with --epochs, --steps or --tokens): one step only")
     console.print("assumptions:")

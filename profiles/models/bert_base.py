@@ -16,6 +16,12 @@ _bert = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_bert)
 
 BATCH_SIZE = 128
+# The training recipe's samples per optimizer step over all devices (advisor trains every configuration at it).
+GLOBAL_BATCH = 256
+GLOBAL_BATCH_SOURCE = (
+    "Devlin et al. 2019 (arXiv:1810.04805): 256 sequences per batch for 1M steps; the LAMB recipe (You et "
+    "al. 2020) uses 64k"
+)
 SEQ = 128
 
 

@@ -13,6 +13,12 @@ import torch.nn.functional as F
 from torch import nn
 
 BATCH_SIZE = 12
+# The training recipe's samples per optimizer step over all devices (advisor trains every configuration at it).
+GLOBAL_BATCH = 512
+GLOBAL_BATCH_SOURCE = (
+    "about 0.5M tokens per step: GPT-3 paper Table 2.1 (125M: 0.5M tokens) and llm.c's GPT-2 124M "
+    "reproduction (524,288 tokens = 512 x 1024); nanoGPT uses 480 x 1024"
+)
 VOCAB, SEQ, DIM, LAYERS, HEADS = 50257, 1024, 768, 12, 12
 
 

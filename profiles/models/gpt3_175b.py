@@ -13,6 +13,11 @@ import torch.nn.functional as F
 from torch import nn
 
 BATCH_SIZE = 1
+# The training recipe's samples per optimizer step over all devices (advisor trains every configuration at it).
+GLOBAL_BATCH = 1536
+GLOBAL_BATCH_SOURCE = (
+    "GPT-3 paper (Brown et al. 2020, Table 2.1): 3.2M tokens per step for the 175B = 1536 sequences of 2048"
+)
 VOCAB, SEQ, DIM, LAYERS, HEADS = 50257, 2048, 12288, 96, 96
 
 

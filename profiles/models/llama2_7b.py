@@ -13,6 +13,9 @@ _llama = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_llama)
 
 BATCH_SIZE = 1
+# The training recipe's samples per optimizer step over all devices (advisor trains every configuration at it).
+GLOBAL_BATCH = 1024
+GLOBAL_BATCH_SOURCE = "Touvron et al. 2023 (arXiv:2307.09288): a global batch of 4M tokens = 1024 sequences of 4096"
 VOCAB, SEQ = 32000, 4096
 
 

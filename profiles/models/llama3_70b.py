@@ -13,6 +13,12 @@ _llama = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_llama)
 
 BATCH_SIZE = 1
+# The training recipe's samples per optimizer step over all devices (advisor trains every configuration at it).
+GLOBAL_BATCH = 2048
+GLOBAL_BATCH_SOURCE = (
+    "Llama 3 paper (arXiv:2407.21783, section 3.4.1): 16M tokens per step = 2048 sequences of 8192 for "
+    "most of pre-training (stated for the 405B; the 8B and 70B batch is not published separately)"
+)
 VOCAB, SEQ = 128256, 8192
 
 

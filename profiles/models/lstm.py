@@ -15,6 +15,9 @@ import torch.nn.functional as F
 from torch import nn
 
 BATCH_SIZE = 20
+# The training recipe's samples per optimizer step over all devices (advisor trains every configuration at it).
+GLOBAL_BATCH = 20
+GLOBAL_BATCH_SOURCE = "Zaremba et al. 2014 (arXiv:1409.2329): mini-batch of 20 sequences of 35 steps"
 PRECISION = "fp32"
 VOCAB, DIM, LAYERS, STEPS = 10000, 650, 2, 35
 

@@ -14,6 +14,12 @@ import torch.nn.functional as F
 from torch import nn
 
 BATCH_SIZE = 96
+# The training recipe's samples per optimizer step over all devices (advisor trains every configuration at it).
+GLOBAL_BATCH = 256
+GLOBAL_BATCH_SOURCE = (
+    "torchvision's reference recipe for mobilenet_v2 (8 GPUs x 32, lr 0.045); the paper trained 16 "
+    "asynchronous workers of 96"
+)
 IMAGE, CLASSES = 224, 1000
 SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
 

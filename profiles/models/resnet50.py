@@ -13,6 +13,12 @@ import torch.nn.functional as F
 from torch import nn
 
 BATCH_SIZE = 256
+# The training recipe's samples per optimizer step over all devices (advisor trains every configuration at it).
+GLOBAL_BATCH = 256
+GLOBAL_BATCH_SOURCE = (
+    "He et al. 2016 and Goyal et al. 2017 (arXiv:1706.02677): SGD at a mini-batch of 256 images "
+    "(torchvision's reference recipe: 8 GPUs x 32)"
+)
 IMAGE, CLASSES = 224, 1000
 
 

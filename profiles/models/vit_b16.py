@@ -13,6 +13,11 @@ import torch.nn.functional as F
 from torch import nn
 
 BATCH_SIZE = 128
+# The training recipe's samples per optimizer step over all devices (advisor trains every configuration at it).
+GLOBAL_BATCH = 4096
+GLOBAL_BATCH_SOURCE = (
+    "Dosovitskiy et al. 2021 (arXiv:2010.11929): batch 4096 for every ViT; DeiT's ImageNet-1k recipe uses 1024"
+)
 IMAGE, PATCH, DIM, LAYERS, HEADS, MLP, CLASSES = 224, 16, 768, 12, 12, 3072, 1000
 
 

@@ -4,8 +4,8 @@
     python benchmarks/search_speed.py [--repeat 5]
 
 Part 1 runs `recommend()` in-process for the shipped llama3_70b profile over the whole catalog with
---max-devices 1024, twice: with the default precisions (fp32, tf32 where there is one, bf16-mixed) and no global
-batch, and with bf16-mixed at a global batch of 512 sequences (4M tokens, Llama 3's recipe). It reports the
+--max-devices 1024, twice: with the default precisions (fp32, tf32 where there is one, bf16-mixed) at the model
+file's GLOBAL_BATCH (2048 sequences, Llama 3's 16M tokens), and with bf16-mixed at a global batch of 512. It reports the
 layouts evaluated (each a tp·pp·vpp·cp·dp × sharding × recomputation × node count, at its best micro-batches),
 how many fit in memory, and the time (process CPU time, median and best of the repeats: the machine is shared).
 Part 2 times the gpt2 command as a user runs it (interpreter start included, wall and CPU time of the child) and
@@ -36,7 +36,7 @@ def in_process(repeat: int) -> None:
     prof = api.profile_from("llama3_70b")
     workload = Workload(tokens=15e12)
     cases = {
-        "default precisions, no global batch": Constraints(deadline_s=60 * 86400, max_devices=1024),
+        "default precisions, the recipe's global batch (2048)": Constraints(deadline_s=60 * 86400, max_devices=1024),
         "bf16-mixed, global batch 512": Constraints(
             deadline_s=60 * 86400, max_devices=1024, precisions=["bf16-mixed"], global_batch=512
         ),

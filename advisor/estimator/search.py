@@ -37,7 +37,7 @@ from advisor.estimator.layout import Layout, divisors
 from advisor.estimator.memory import memory_arrays
 from advisor.estimator.parallel import pipeline
 from advisor.estimator.passes import KEYS, pass_times
-from advisor.estimator.setup import Setup, model_flops, stack
+from advisor.estimator.setup import Setup, model_flops, stack, stack_columns
 from advisor.estimator.step import adjust_passes, step_arrays
 from advisor.vocab import SHARDINGS
 
@@ -196,12 +196,12 @@ def _lay(setup: Setup, rows: np.ndarray) -> tuple[dict, np.ndarray]:
     return lay, micro
 
 
-def _memory(setups: list[Setup], rows: np.ndarray) -> np.ndarray:
+def _memory(setups: list[Setup], rows: np.ndarray, columns: dict | None = None) -> np.ndarray:
     lay, micro = _lay(setups[0], rows)
-    return memory_arrays(stack(setups, rows[:, 0]), lay, micro)["total_bytes"]
+    return memory_arrays(stack(setups, rows[:, 0], columns), lay, micro)["total_bytes"]
 
 
-def _model_parallel_cap(setups: list[Setup], bases: np.ndarray) -> np.ndarray:
+def _model_parallel_cap(setups: list[Setup], bases: np.ndarray, columns: dict) -> np.ndarray:
     """Per base row, whether its model-parallel size M = tp·cp·pp is at most twice the smallest M that fits on
     the same setup and node count at micro-batch 1 without full recomputation, with at most ZeRO-1 sharding
     and without interleaving. Where no such layout fits, every M stays."""
@@ -209,7 +209,7 @@ def _model_parallel_cap(setups: list[Setup], bases: np.ndarray) -> np.ndarray:
     light = _choices(bases[bases[:, 4] == 1], range(2), [r for r in recomputations(setups[0]) if r < 2])
     if not len(light):
         return np.ones(len(bases), dtype=bool)
-    fits = _memory(setups, _with_micro(light, 1)) <= stack(setups, light[:, 0]).capacity
+    fits = _memory(setups, _with_micro(light, 1), columns) <= columns["capacity"][light[:, 0]]
     group = bases[:, 0] * (1 << 20) + bases[:, 1]
     groups, index = np.unique(group, return_inverse=True)
     smallest = np.full(len(groups), np.iinfo(np.int64).max)
@@ -287,14 +287,15 @@ def search_many(
     """Every layout × sharding × recomputation of each setup (one profile on several instances and
     precisions) on its node counts, at its best micro-batches, evaluated in passes of about CHUNK_ROWS."""
     cache = cache if cache is not None else {}
+    columns = stack_columns(setups)
     bases = _bases(setups, counts, global_batch, cache)
     if not exhaustive and len(bases):
-        bases = bases[_model_parallel_cap(setups, bases)]
+        bases = bases[_model_parallel_cap(setups, bases, columns)]
     parts, start = [], 0
     per_base = 4 * len(recomputations(setups[0]))
     while start < len(bases):
         stop = min(len(bases), start + max(1, CHUNK_ROWS // per_base))
-        parts.append(_evaluate(setups, bases[start:stop], cache, max_micro))
+        parts.append(_evaluate(setups, bases[start:stop], cache, max_micro, columns))
         start = stop
     if not parts:
         return _empty()
@@ -303,15 +304,15 @@ def search_many(
     return found
 
 
-def _evaluate(setups: list[Setup], bases: np.ndarray, cache: dict, max_micro: int) -> Found:
+def _evaluate(setups: list[Setup], bases: np.ndarray, cache: dict, max_micro: int, columns: dict) -> Found:
     layouts_ = _choices(bases, range(4), recomputations(setups[0]))
     if not len(layouts_):
         return _empty()
-    m1 = _memory(setups, _with_micro(layouts_, 1))  # with the most micro-batches in flight: one sample each
-    m2 = _memory(setups, _with_micro(layouts_, np.minimum(2, np.maximum(layouts_[:, 7], 1))))
-    capacity = stack(setups, layouts_[:, 0]).capacity
+    m1 = _memory(setups, _with_micro(layouts_, 1), columns)  # the most micro-batches in flight: one sample each
+    m2 = _memory(setups, _with_micro(layouts_, np.minimum(2, np.maximum(layouts_[:, 7], 1))), columns)
+    capacity = columns["capacity"][layouts_[:, 0]]
     rows = _micro_batches(layouts_, m1, m2, capacity, max_micro)
-    batch = stack(setups, rows[:, 0])
+    batch = stack(setups, rows[:, 0], columns)
     lay, micro = _lay(setups[0], rows)
     step = step_arrays(batch, lay, micro, adjust_passes(_passes(setups, rows, cache), lay["level"], batch.fused))[
         "step"

@@ -217,32 +217,51 @@ def _cached(cache: dict | None, key, make):
     return cache[key]
 
 
-def stack(setups: list[Setup], which) -> Setup:
+def stack_columns(setups: list[Setup]) -> dict:
+    """The fields `stack` turns into arrays, one value per setup (worked out once per search)."""
+    import numpy as np
+
+    def column(get, dtype=float):
+        return np.asarray([get(s) for s in setups], dtype=dtype)
+
+    first = setups[0]
+    return {
+        "capacity": column(lambda s: np.inf if s.capacity is None else s.capacity),
+        "reserve": column(lambda s: s.reserve),
+        "widths": {k: column(lambda s, k=k: s.widths[k]) for k in first.widths},
+        "compute_width": column(lambda s: s.compute_width),
+        "act_scale": column(lambda s: s.act_scale),
+        "fp8": column(lambda s: s.fp8, dtype=bool),
+        "peak": column(lambda s: s.peak),
+        "fused": column(lambda s: s.fused),
+        "tp_overlap": column(lambda s: s.tp_overlap),
+    }
+
+
+def stack(setups: list[Setup], which, columns: dict | None = None) -> Setup:
     """One Setup for rows of several setups of the same profile (row i is setups[which[i]]): the fields that
     differ between instances and precisions become arrays over the rows, so that `step_arrays` and
-    `memory_arrays` evaluate them all in one pass."""
+    `memory_arrays` evaluate them all in one pass. `columns` (stack_columns) may be passed to save work."""
     import dataclasses
 
     import numpy as np
 
     from advisor.estimator.comm import Fabrics
 
-    def column(get, dtype=float):
-        return np.asarray([get(s) for s in setups], dtype=dtype)[which]
-
-    first = setups[0]
+    cols = columns or stack_columns(setups)
+    which = np.asarray(which)
     return dataclasses.replace(
-        first,
-        capacity=column(lambda s: np.inf if s.capacity is None else s.capacity),
-        reserve=column(lambda s: s.reserve),
-        widths={k: column(lambda s, k=k: s.widths[k]) for k in first.widths},
-        compute_width=column(lambda s: s.compute_width),
-        act_scale=column(lambda s: s.act_scale),
-        fp8=column(lambda s: s.fp8, dtype=bool),
-        peak=column(lambda s: s.peak),
-        fused=column(lambda s: s.fused),
-        tp_overlap=column(lambda s: s.tp_overlap),
-        fabric=Fabrics([s.fabric for s in setups], np.asarray(which)),
+        setups[0],
+        capacity=cols["capacity"][which],
+        reserve=cols["reserve"][which],
+        widths={k: v[which] for k, v in cols["widths"].items()},
+        compute_width=cols["compute_width"][which],
+        act_scale=cols["act_scale"][which],
+        fp8=cols["fp8"][which],
+        peak=cols["peak"][which],
+        fused=cols["fused"][which],
+        tp_overlap=cols["tp_overlap"][which],
+        fabric=Fabrics([s.fabric for s in setups], which),
     )
 
 

@@ -40,13 +40,18 @@ def profile_from(name_or_path: str | Path):
     """Load a profile from a path, or by name from the shipped reference profiles."""
     from advisor.profiler.schema import load_profile
 
+    return load_profile(find_profile(name_or_path))
+
+
+def find_profile(name_or_path: str | Path) -> Path:
+    """The file a profile argument names: a path, or a shipped reference profile's name."""
     path = Path(name_or_path)
-    if path.is_file():
-        return load_profile(path)
+    if path.exists() and not path.is_dir():
+        return path  # a fifo or device too: the reader says what is wrong with it
     shipped = shipped_profiles_dir()
     for candidate in (shipped / f"{name_or_path}.yaml", shipped / str(name_or_path)):
         if candidate.is_file():
-            return load_profile(candidate)
+            return candidate
     names = sorted(p.stem for p in shipped.glob("*.yaml")) if shipped.is_dir() else []
     import difflib
 

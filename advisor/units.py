@@ -76,16 +76,18 @@ EXAMPLES = {
     "count": "'1.28M' or '10B'",
     "money": "'$500' or '$1.5k'",
 }
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_UNSIGNED = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMBER = rf"[-+]?{_UNSIGNED}"
 _ONE = re.compile(rf"^\s*({_NUMBER})\s*([^\d\s]+)?\s*$")
 _PART = re.compile(rf"({_NUMBER})\s*([a-zA-Zµ]+)")
 
 
-def parse(value: object, kind: str, what: str = "value") -> float:
+def parse(value: object, kind: str, what: str = "value", bare: bool = True) -> float:
     """Parse `value` (a number in base units, or a string with a unit) into a float in base units.
 
-    Raises UserError naming `what` when the text is not a number, or the unit is unknown for `kind`.
-    """
+    Raises UserError naming `what` when the text is not a number, or the unit is unknown for `kind`. With
+    `bare=False` a text without a unit is refused unless it is 0 (files name their base unit in the field,
+    `op_overhead_s`; a person typing `--deadline 3` may mean hours)."""
     table = UNITS[kind]
     if isinstance(value, bool):
         raise UserError(f"{what}: expected a {kind}, got {value!r}", f"write it like {EXAMPLES[kind]}")
@@ -95,7 +97,7 @@ def parse(value: object, kind: str, what: str = "value") -> float:
         text = value.strip().replace(",", "").replace("_", "")
         if kind == "money":
             text = re.sub(r"^(?:\$|usd\s*)|\s*usd$", "", text, flags=re.IGNORECASE)
-        number = _parse_text(text, table, kind, what, value)
+        number = _parse_text(text, table, kind, what, value, bare)
     else:
         raise UserError(f"{what}: expected a {kind}, got {value!r}", f"write it like {EXAMPLES[kind]}")
     if not math.isfinite(number):
@@ -103,10 +105,14 @@ def parse(value: object, kind: str, what: str = "value") -> float:
     return number
 
 
-def _parse_text(text: str, table: dict[str, float], kind: str, what: str, original: object) -> float:
+def _parse_text(text: str, table: dict[str, float], kind: str, what: str, original: object, bare: bool) -> float:
     match = _ONE.match(text)
     if match:
         number, unit = float(match.group(1)), match.group(2) or ""
+        if not unit and not bare and number != 0:  # "3" could be seconds, hours or days: say which
+            raise UserError(
+                f"{what}: {original!r} has no unit", f"write it like {EXAMPLES[kind]} (or '{text}s' for seconds)"
+            )
         if not unit:  # a bare number is in base units
             return number
         if unit in table:
@@ -118,9 +124,9 @@ def _parse_text(text: str, table: dict[str, float], kind: str, what: str, origin
             f"{what}: unknown unit {unit!r} in {original!r}",
             f"use one of {', '.join(sorted(u for u in table if u)[:12])}; for example {EXAMPLES[kind]}",
         )
-    if kind == "duration":  # compound durations such as '1h30m' or '2d 12h'
+    if kind == "duration":  # compound durations such as '1h30m' or '2d 12h' (no signs: '1h-30m' is a typo)
         parts = _PART.findall(text)
-        if parts and re.fullmatch(rf"(?:\s*{_NUMBER}\s*[a-zA-Zµ]+)+\s*", text):
+        if parts and re.fullmatch(rf"(?:\s*{_UNSIGNED}\s*[a-zA-Zµ]+)+\s*", text):
             total = 0.0
             for number, unit in parts:
                 if unit not in table:
@@ -131,8 +137,9 @@ def _parse_text(text: str, table: dict[str, float], kind: str, what: str, origin
 
 
 def parse_positive(value: object, kind: str, what: str) -> float:
-    """Like `parse`, but the quantity must be strictly positive (a deadline, a budget)."""
-    number = parse(value, kind, what)
+    """Like `parse`, but the quantity must be strictly positive (a deadline, a budget), and a duration
+    typed on the command line must carry its unit."""
+    number = parse(value, kind, what, bare=kind != "duration")
     if number <= 0:
         raise UserError(f"{what} must be positive, got {value!r}", f"write it like {EXAMPLES[kind]}")
     return number

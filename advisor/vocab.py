@@ -35,6 +35,33 @@ DTYPE_BYTES: dict[str, float] = {
 _DTYPE_ALIASES = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_e4m3fnuz": "fp8", "fp8_e5m2fnuz": "fp8"}
 
 
+# Every dtype spelling a profile's op record may carry: the profiler's names of torch's dtypes (the catalog
+# dtypes, fp8 variants, integers, bool, complex and quantized types; only the first have catalog peaks).
+RECORDED_DTYPES: tuple[str, ...] = (
+    *DTYPES,
+    *_DTYPE_ALIASES,
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn_x2",
+    *(f"{u}int{n}" for u in ("", "u") for n in (1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64) if f"{u}int{n}" != "int8"),
+    "bool",
+    "complex32",
+    "complex64",
+    "complex128",
+    "qint8",
+    "qint32",
+    "quint8",
+    "quint4x2",
+    "quint2x4",
+    "bits1x8",
+    "bits2x4",
+    "bits4x2",
+    "bits8",
+    "bits16",
+)
+
+
 def canonical_dtype(name: str) -> str:
     """The catalog dtype an op's recorded dtype computes in ('fp8_e4m3' -> 'fp8'); other names unchanged
     (integer and bool dtypes have no catalog peak: the roofline runs them on the fp32 vector units)."""

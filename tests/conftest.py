@@ -8,6 +8,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+try:  # property tests (tests/test_properties.py): 1,000 fixed examples each in CI, more on request
+    from hypothesis import settings
+
+    settings.register_profile("ci", max_examples=1000, deadline=None, derandomize=True, database=None)
+    settings.register_profile("explore", max_examples=10_000, deadline=None)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+except ImportError:  # pragma: no cover - hypothesis is a dev dependency
+    pass
 SHARED = ROOT.parent / "shared"
 SKYPILOT = SHARED / "data" / "skypilot-catalog"
 

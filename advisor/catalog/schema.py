@@ -76,7 +76,7 @@ class PeakFlops(Strict):
 class Device(Strict):
     id: Id
     name: str
-    aliases: list[str] = []
+    aliases: list[str] = Field(default_factory=list)  # a factory: no copy of a default per entry
     vendor: str
     kind: DeviceKind
     efficiency: Id = Field(description="id of the efficiency profile the estimator uses for this device")
@@ -109,7 +109,7 @@ class Device(Strict):
     tdp_watts: float = Field(gt=0, le=5000)
     launch_year: int = Field(ge=1990, le=2035)
     source: str = Field(min_length=5)
-    extra_sources: list[str] = []
+    extra_sources: list[str] = Field(default_factory=list)
     as_of: dt.date
     notes: str | None = None
 
@@ -236,7 +236,7 @@ class Instance(Strict):
     id: Id
     provider: Id
     name: str = Field(description="the provider's own name, e.g. p5.48xlarge")
-    aliases: list[str] = []
+    aliases: list[str] = Field(default_factory=list)  # a factory: no copy of a default per entry
     device: Id
     device_count: float = Field(gt=0, le=100000)
     vcpus: int | None = Field(None, gt=0, le=4096, description="None where unknown (SkyPilot TPU rows)")
@@ -254,7 +254,7 @@ class Instance(Strict):
     pricing: Pricing
     amortized: bool = Field(False, description="on-prem: the price is an amortized estimate to override")
     source: str = Field(min_length=5)
-    extra_sources: list[str] = []
+    extra_sources: list[str] = Field(default_factory=list)
     as_of: dt.date
     notes: str | None = None
 

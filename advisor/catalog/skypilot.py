@@ -10,28 +10,37 @@ defects of the upstream data that this importer survives (see tests):
 - GPU memory in SkyPilot's metadata and GpuInfo is sometimes wrong (H200 and B200 as 80 GB), so device
   figures always come from the advisor catalog; SkyPilot gives only names, counts, prices and regions.
 - Accelerator names are spelled differently across clouds; they are matched through catalog aliases.
+
+The overlay holds only entries the catalog loader accepts: a row with a count that is not a positive whole
+number, or a price that is not a finite positive number, is skipped, and so is an entry that would not
+validate as an instance (a price over the schema's $10,000/h, an id too long); every skip is counted by its
+reason in the summary.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
+import math
 import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from advisor import __version__
 from advisor.catalog.lookup import find_device
-from advisor.catalog.schema import Catalog, Device
+from advisor.catalog.schema import Catalog, Device, Instance
 from advisor.errors import UserError
-from advisor.io import dump_yaml, write_atomic
+from advisor.io import dump_yaml, read_text, write_atomic
 
 REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "Region")
 PLACEHOLDER_PRICES = (700.0,)  # GCP's marker for zones without the TPU (SkyPilot catalog README)
 OUTLIER_FACTOR = 10.0
-_TPU = re.compile(r"^tpu-(v\d+[a-z]*)-(\d+)$")
+_TPU = re.compile(r"^tpu-(v\d{1,3}[a-z]*)-(\d{1,6})$")
 
 
 @dataclass
@@ -63,35 +72,43 @@ def find_csvs(paths: list[Path]) -> list[Path]:
             if not found:
                 raise UserError(f"{path}: no vms*.csv files in this folder", "point at ~/.sky/catalogs/<version>")
             out.extend(found)
-        elif path.is_file():
-            out.append(path)
+        elif path.exists():
+            out.append(path)  # a file, or something the reader refuses with its own line (a fifo)
         else:
             raise UserError(f"{path}: no such file or folder", "give SkyPilot vms.csv files or their folders")
     return out
 
 
-def _read(path: Path) -> list[dict[str, str]]:
+def _rows(path: Path):
+    """The rows of one vms.csv as dicts by header name, read through advisor.io (a regular file, size
+    limit) and streamed, so memory does not grow with the row count."""
+    text = read_text(path, "SkyPilot vms.csv")
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            header = reader.fieldnames or []
-            missing = [c for c in REQUIRED if c not in header]
-            if missing:
-                raise UserError(
-                    f"{path}: not a SkyPilot vms.csv: missing column(s) {', '.join(missing)}",
-                    "give a vms.csv from ~/.sky/catalogs/<version>/<cloud>/",
-                )
-            return list(reader)
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UserError(f"{path}: cannot read ({exc})", "check the file") from None
+        header = reader.fieldnames or []
+        missing = [c for c in REQUIRED if c not in header]
+        if missing:
+            raise UserError(
+                f"{path}: not a SkyPilot vms.csv: missing column(s) {', '.join(missing)}",
+                "give a vms.csv from ~/.sky/catalogs/<version>/<cloud>/",
+            )
+        yield from reader
+    except csv.Error as exc:
+        raise UserError(f"{path}:{reader.line_num}: cannot read CSV ({exc})", "check the file") from None
 
 
 def _number(text: str | None) -> float | None:
+    """A finite number from a cell; None for an empty, unreadable, NaN or infinite one."""
     try:
         value = float(text) if text not in (None, "") else None
-    except ValueError:
+    except (ValueError, TypeError):
         return None
-    return value if value is None or value == value else None  # NaN -> None
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _cell(row: dict, name: str) -> str | None:
+    value = row.get(name)
+    return value if isinstance(value, str) else None  # a short row gives None, a long one a list
 
 
 def _device_for(catalog: Catalog, accelerator: str, instance_type: str) -> tuple[Device, float] | None:
@@ -127,12 +144,13 @@ def import_paths(paths: list[Path], catalog: Catalog, as_of: dt.date | None = No
     files = find_csvs(paths)
     result = ImportResult(entries=[], files=[str(f) for f in files])
     offers: dict[tuple, list[dict]] = defaultdict(list)
+    devices: dict[tuple, tuple[Device, float] | None] = {}  # looked up once per name and form factor
     for path in files:
-        cloud = path.parent.name.lower()
+        cloud = re.sub(r"[^a-z0-9._+-]+", "-", path.parent.name.lower()).strip("-._+") or "skypilot"
         date = as_of or dt.date.fromtimestamp(path.stat().st_mtime)
-        for row in _read(path):
+        for row in _rows(path):
             result.rows += 1
-            reason = _add_row(row, cloud, date, path, catalog, offers, result)
+            reason = _add_row(row, cloud, date, str(path), catalog, offers, result, devices)
             if reason:
                 result.skipped[reason] += 1
     for key, rows in sorted(offers.items()):
@@ -142,31 +160,39 @@ def import_paths(paths: list[Path], catalog: Catalog, as_of: dt.date | None = No
     return result
 
 
-def _add_row(row, cloud, date, path, catalog, offers, result) -> str | None:
-    accelerator = (row.get("AcceleratorName") or "").strip()
+def _add_row(row, cloud, date, path, catalog, offers, result, devices) -> str | None:
+    accelerator = (_cell(row, "AcceleratorName") or "").strip()
     if not accelerator:
         return "CPU-only row (SkyPilot does not name the CPU model)"
-    instance_type = (row.get("InstanceType") or "").strip() or accelerator  # GCP TPU rows have none
-    mapped = _device_for(catalog, accelerator, instance_type)
+    instance_type = (_cell(row, "InstanceType") or "").strip() or accelerator  # GCP TPU rows have none
+    lowered = instance_type.lower()
+    key = (accelerator, "pcie" in lowered, "sxm" in lowered)  # all _device_for reads of the instance type
+    if key not in devices:
+        devices[key] = _device_for(catalog, accelerator, instance_type)
+    mapped = devices[key]
     if mapped is None:
         result.unmapped[accelerator] += 1
         return "accelerator with no catalog device"
     device, per_count = mapped
-    count = (_number(row.get("AcceleratorCount")) or 1.0) * per_count
-    price = _number(row.get("Price"))
+    given = _cell(row, "AcceleratorCount")
+    count = (1.0 if given in (None, "") else (_number(given) or 0.0)) * per_count
+    if not count > 0 or (device.kind != "cpu" and count != round(count)):
+        return "accelerator count not a positive whole number"
+    price = _number(_cell(row, "Price"))
     if price is None or price <= 0:
-        return "no on-demand price"
+        return "no on-demand price (empty, zero, negative or not a finite number)"
     if price in PLACEHOLDER_PRICES:
         return "placeholder price 700.0 (zone without this accelerator)"
+    vcpus, memory = _number(_cell(row, "vCPUs")), _number(_cell(row, "MemoryGiB"))
     offers[(cloud, instance_type, device.id, count)].append(
         {
-            "region": (row.get("Region") or "").strip() or "unknown",
+            "region": (_cell(row, "Region") or "").strip() or "unknown",
             "price": price,
-            "spot": _number(row.get("SpotPrice")),
-            "vcpus": _number(row.get("vCPUs")),
-            "memory_gib": _number(row.get("MemoryGiB")),
+            "spot": _number(_cell(row, "SpotPrice")),
+            "vcpus": int(vcpus) if vcpus is not None and 1 <= vcpus <= 4096 else None,
+            "memory_gib": memory if memory is not None and 0.001 <= memory <= 1e5 else None,
             "date": date,
-            "file": str(path),
+            "file": path,
             "tpu": device.kind == "tpu",
         }
     )
@@ -217,9 +243,16 @@ def _entry(key: tuple, rows: list[dict], result: ImportResult, catalog: Catalog)
             entry["fabric"] = link.model_dump(mode="json")
             entry["notes"] += f"; fabric assumed from the device ({link.type})"
     if vcpus:
-        entry["vcpus"] = int(vcpus)
+        entry["vcpus"] = vcpus
     if memory:
         entry["host_memory_bytes"] = f"{memory:g} GiB"
+    try:  # write only what the catalog loader will accept
+        Instance.model_validate(entry)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False, include_input=False)[0]
+        field = ".".join(str(p) for p in err["loc"])
+        result.skipped[f"would not validate ({field}: {err['msg'].removeprefix('Value error, ')})"] += len(kept)
+        return None
     return entry
 
 

@@ -13,9 +13,9 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import FormatOpt, note, require_torch
+from advisor.cli.common import FormatOpt, check_files, note, require_torch
 from advisor.errors import UserError
-from advisor.io import check_writable, dump_yaml, write_atomic
+from advisor.io import dump_yaml, write_atomic
 from advisor.render.output import Format, emit
 
 DEVICES = ("cpu", "cuda")
@@ -83,8 +83,7 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"unknown --device {device!r}", "use cpu or cuda")
         if threads is not None and threads < 1:
             raise UserError(f"--threads must be at least 1, got {threads}")
-        if output is not None:
-            check_writable(output, "calibration")
+        check_files({"--output": output})
         import torch
 
         from advisor.calibration import bench, overlay

@@ -137,11 +137,11 @@ def import_skypilot_cmd(
     """Turn SkyPilot price catalogs into an advisor instance overlay (prices, spot prices, regions, dated)."""
     import datetime as dt
 
-    from advisor.catalog.skypilot import import_paths, write_overlay
-    from advisor.io import check_writable
+    from advisor.catalog.skypilot import find_csvs, import_paths, write_overlay
+    from advisor.cli.common import check_files
     from advisor.render import catalog_tables as tables
 
-    check_writable(output, "overlay")
+    check_files({"--output": output}, {"the SkyPilot catalog": find_csvs(paths)}, catalog)
     try:
         date = dt.date.fromisoformat(as_of) if as_of else None
     except ValueError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -26,6 +27,23 @@ CatalogOpt = Annotated[
         "Also read from $ADVISOR_CATALOG (paths separated by ':').",
     ),
 ]
+
+
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        help="Stop the model's code after this many seconds (0: no limit); what it prints goes to stderr.",
+    ),
+]
+DEFAULT_TIMEOUT_S = 1800.0
+
+
+def check_timeout(timeout: float) -> None:
+    import math
+
+    if not (math.isfinite(timeout) and timeout >= 0):
+        raise UserError(f"--timeout must be a number of seconds (0: no limit), got {timeout:g}", "e.g. --timeout 600")
 
 
 WideOpt = Annotated[
@@ -106,12 +124,10 @@ def require_torch(command: str) -> None:
 
 
 def check_plot(path: Path | None) -> None:
-    """Before any work: the PNG path can be written and matplotlib is there."""
+    """Before any work: matplotlib is there (check_files checks the path)."""
     if path is not None:
-        from advisor.io import check_writable
         from advisor.render.plots import require_matplotlib
 
-        check_writable(path, "--plot")
         require_matplotlib()
 
 
@@ -122,15 +138,104 @@ def plot_roofline(path: Path, profile: Profile, device, cat, precision: str, bat
     note(f"roofline plot written to {path}")
 
 
+def check_files(
+    outputs: dict[str, Path | None],
+    inputs: dict[str, Path | list[Path] | None] | None = None,
+    catalog: list[Path] | None | bool = False,
+) -> None:
+    """Before any work: every output can be written, no two outputs are one file, and no output is one of
+    the command's inputs (`inputs`, and with `catalog` not False the catalog overlays it would read).
+
+    `outputs` and `inputs` map what the user typed ('--export', 'the profile') to a path (or paths) or None."""
+    from advisor.io import check_writable, same_file
+
+    named = []
+    for what, paths in (inputs or {}).items():
+        named += [(what, Path(p)) for p in (paths if isinstance(paths, list) else [paths]) if p is not None]
+    if catalog is not False:
+        named += [("the catalog overlay", p) for p in _overlay_files(catalog or None)]
+    seen: list[tuple[str, Path]] = []
+    for what, path in outputs.items():
+        if path is None:
+            continue
+        check_writable(path, what)
+        for other, taken in seen + named:
+            if same_file(path, taken):
+                hint = "advisor never writes over a file it reads or writes twice; choose another path"
+                if other == "the catalog overlay":
+                    hint += " (to regenerate an overlay, leave it out: ADVISOR_CATALOG= advisor ...)"
+                raise UserError(f"{what} {path} is the same file as {other} {taken}", hint)
+        seen.append((what, Path(path)))
+
+
+def check_default_output(path: Path, begins: bytes = b"schema_version:", what: str = "an advisor profile") -> None:
+    """An output path the user did not name may replace only a file advisor wrote there before."""
+    from advisor.io import starts_with
+
+    if os.path.lexists(path) and not starts_with(path, begins):
+        raise UserError(
+            f"{path} exists and is not {what}; advisor will not replace it unasked",
+            "name the output with -o PATH, or move that file",
+        )
+
+
+def _overlay_files(extra: list[Path] | None) -> list[Path]:
+    """The files of every catalog overlay a command would read (folders expanded; unreadable ones skipped:
+    the catalog loader reports them)."""
+    from advisor.catalog.load import overlay_paths, yaml_files
+
+    files: list[Path] = []
+    for overlay in overlay_paths(extra):
+        try:
+            files += yaml_files(overlay)
+        except (UserError, OSError):
+            continue
+    return files
+
+
 def fail(message: str, code: int = 2) -> None:
     sys.stderr.write(f"error: {message}\n")
     raise SystemExit(code)
 
 
+_caught: list[int] = []  # the signal that stopped the command, when one did
+
+
+def _on_signal(signum: int, frame) -> None:
+    _caught.append(signum)
+    raise KeyboardInterrupt
+
+
+def _interrupted() -> None:
+    """One line after Ctrl-C (exit 130) or SIGTERM (exit 143): what was written before it, if anything."""
+    from advisor.io import WRITTEN
+
+    term = bool(_caught) and _caught[-1] == getattr(signal, "SIGTERM", None)
+    done = f"only {', '.join(WRITTEN)} written" if WRITTEN else "nothing written"
+    fail(f"{'terminated' if term else 'interrupted'}; {done}", 143 if term else 130)
+
+
 def run_app(app: typer.Typer) -> None:
-    """Run the typer app: user errors become one line and exit code 2, bugs exit 1 with a short report."""
+    """Run the typer app: user errors become one line and exit code 2, bugs exit 1 with a short report,
+    Ctrl-C and SIGTERM one line and exit codes 130 and 143."""
+    from advisor.io import WRITTEN
+
+    WRITTEN.clear()
+    _caught.clear()
+    signals = [getattr(signal, n) for n in ("SIGINT", "SIGTERM") if hasattr(signal, n)]
+    previous = {s: signal.signal(s, _on_signal) for s in signals}
+    try:
+        _run(app)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _run(app: typer.Typer) -> None:
     try:
         code = app(prog_name="advisor", standalone_mode=False)  # also under python -m advisor
+        if code == 130:  # typer turns KeyboardInterrupt into exit code 130, without a word
+            _interrupted()
         if isinstance(code, int) and code:
             raise SystemExit(code)
     except UserError as exc:
@@ -138,7 +243,7 @@ def run_app(app: typer.Typer) -> None:
     except SystemExit:
         raise
     except KeyboardInterrupt:
-        fail("interrupted", 130)
+        _interrupted()
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         # typer's click (bundled or not): Exit carries a code, usage errors can show themselves.
         name = type(exc).__name__

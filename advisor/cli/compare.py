@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The best CPU, GPU, TPU and other-accelerator option for PROFILE side by side, in hours and dollars:
         do I need a GPU for this?"""
-        check_outputs(plot=plot)
+        check_outputs(profile, catalog, plot=plot)
         cat, prof, workload, constraints = build_question(
             profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, None,
             max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 import typer
@@ -15,6 +16,7 @@ from advisor.cli.common import (
     FormatOpt,
     PlotOpt,
     ProfileArg,
+    check_files,
     check_plot,
     parse_run_options,
     plot_roofline,
@@ -35,8 +37,8 @@ def parse_workload(samples: str | None, epochs: float | None, steps: str | None,
     def count(value: str | None, what: str) -> float | None:
         return None if value is None else units.parse_positive(value, "count", what)
 
-    if epochs is not None and epochs <= 0:
-        raise UserError(f"--epochs must be positive, got {epochs:g}")
+    if epochs is not None and not (math.isfinite(epochs) and epochs > 0):
+        raise UserError(f"--epochs must be a positive number, got {epochs:g}", "e.g. --epochs 90")
     return count(samples, "--samples"), epochs, count(steps, "--steps"), count(tokens, "--tokens")
 
 
@@ -119,6 +121,7 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"--top must be at least 1, got {top}")
         work = parse_workload(samples, epochs, steps, tokens)
         run = parse_run_options(checkpoint_every, eval_share)
+        check_files({"--plot": plot}, {"the profile": api.find_profile(profile)}, catalog)
         check_plot(plot)
         cat = api.catalog(catalog)
         prof = api.profile_from(profile)

@@ -7,6 +7,7 @@ torch is imported inside the command only, so that `advisor --help` stays fast.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,14 +15,19 @@ import typer
 
 from advisor.cli import complete
 from advisor.cli.common import (
+    DEFAULT_TIMEOUT_S,
     CatalogOpt,
     FormatOpt,
     PlotOpt,
     SeqLenOpt,
     TaskOpt,
+    TimeoutOpt,
     TrustRemoteCodeOpt,
     WideOpt,
+    check_default_output,
+    check_files,
     check_plot,
+    check_timeout,
     note,
     plot_roofline,
     require_torch,
@@ -248,27 +254,34 @@ def register(app: typer.Typer) -> None:
         seq_len: SeqLenOpt = None,
         trust_remote_code: TrustRemoteCodeOpt = False,
         catalog: CatalogOpt = None,
+        timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
         fmt: FormatOpt = Format.table,
         wide: WideOpt = False,
     ) -> None:
         """Count FLOPs, bytes and memory of one training step of MODEL and save its profile."""
+        check_timeout(timeout)
         require_torch("profile")
         check_choice(device, PROFILE_DEVICES, "--device")
         check_choice(precision, PRECISIONS, "--precision")
         check_choice(optimizer, OPTIMIZERS, "--optimizer")
         if batch_size is not None and batch_size < 1:
             raise UserError(f"--batch-size must be at least 1, got {batch_size}")
-        if output is not None:
-            check_writable(output, "profile")
+        given = Path(model) if Path(model).exists() else None  # a model file (hf: and the like name none)
+        check_files({"--output": output, "--plot": plot}, {"the model file": given}, catalog if plot else False)
+        from advisor.profiler.model_file import user_code
         from advisor.profiler.sources import resolve
 
-        mf = resolve(model, task=task, seq_len=seq_len, trust_remote_code=trust_remote_code)
+        started = time.monotonic()  # one limit for all of the model's code
+        with user_code(model, timeout, started):  # a model file's own top-level code runs here
+            mf = resolve(model, task=task, seq_len=seq_len, trust_remote_code=trust_remote_code)
         batch_size = batch_size or getattr(mf, "default_batch_size", None) or 8
         path = output or default_output(name or getattr(mf, "name", "") or mf.path.stem)
         if output is None and not path.parent.exists():
             check_writable(path.parent, "profile")  # profiles/ will be created in a writable folder
-        else:
-            check_writable(path, "profile")
+        else:  # again now that the model file is known (a shipped name's file; the default path)
+            if output is None:
+                check_default_output(path)  # never over a file advisor did not write
+            check_files({"--output" if output else "the profile": path, "--plot": plot}, {"the model file": mf.path})
         check_plot(plot)
         if plot is not None and plot_hardware is None and device == "meta":
             raise UserError(
@@ -285,7 +298,7 @@ def register(app: typer.Typer) -> None:
         from advisor.profiler.schema import save_profile
 
         try:
-            with _Progress() as tick:
+            with _Progress() as tick, user_code(model, timeout, started):
                 prof = profile_model(mf, batch_size, device, precision, optimizer, name, tick=tick)
         except InternalError as exc:
             raise RuntimeError(str(exc)) from exc

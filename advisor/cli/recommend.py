@@ -20,11 +20,11 @@ from advisor.cli.common import (
     FormatOpt,
     ProfileArg,
     WideOpt,
+    check_files,
     note,
     parse_run_options,
 )
 from advisor.errors import UserError
-from advisor.io import check_writable
 from advisor.render.output import Format, emit
 
 WORKLOAD_HELP = "Dataset size in samples ('1.28M'), with --epochs."
@@ -101,10 +101,13 @@ def build_question(
     return cat, prof, workload, constraints
 
 
-def check_outputs(**paths: Path | None) -> None:
-    for what, path in paths.items():
-        if path is not None:
-            check_writable(path, f"--{what}")
+def check_outputs(profile: str, catalog, **paths: Path | None) -> None:
+    """Before any work: the outputs can be written and none is an input (the profile, a catalog overlay)."""
+    from advisor import api
+
+    check_files(
+        {f"--{what}": path for what, path in paths.items()}, {"the profile": api.find_profile(profile)}, catalog
+    )
     if paths.get("plot") is not None:
         from advisor.render.plots import require_matplotlib
 
@@ -178,7 +181,7 @@ def register(app: typer.Typer) -> None:
         budget, the Pareto front of time and cost; when nothing qualifies, why and what to relax."""
         if top < 1:
             raise UserError(f"--top must be at least 1, got {top}")
-        check_outputs(export=export, skypilot=skypilot, plot=plot)
+        check_outputs(profile, catalog, export=export, skypilot=skypilot, plot=plot)
         cat, prof, workload, constraints = build_question(
             profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, devices,
             max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share,

@@ -12,7 +12,18 @@ from typing import Annotated
 import typer
 
 from advisor.cli import complete
-from advisor.cli.common import CatalogOpt, FormatOpt, SeqLenOpt, TaskOpt, TrustRemoteCodeOpt, note, require_torch
+from advisor.cli.common import (
+    DEFAULT_TIMEOUT_S,
+    CatalogOpt,
+    FormatOpt,
+    SeqLenOpt,
+    TaskOpt,
+    TimeoutOpt,
+    TrustRemoteCodeOpt,
+    check_timeout,
+    note,
+    require_torch,
+)
 from advisor.errors import UserError
 from advisor.profiler.sources import SPEC_HELP
 from advisor.render.output import Format, emit
@@ -49,9 +60,11 @@ def register(app: typer.Typer) -> None:
         seq_len: SeqLenOpt = None,
         trust_remote_code: TrustRemoteCodeOpt = False,
         catalog: CatalogOpt = None,
+        timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
         fmt: FormatOpt = Format.table,
     ) -> None:
         """Run real training steps and print measured time, predicted time and the error per phase."""
+        check_timeout(timeout)
         require_torch("validate")
         if device not in ("cpu", "cuda"):
             raise UserError(f"unknown --device {device!r}", "use cpu or cuda")
@@ -74,16 +87,17 @@ def register(app: typer.Typer) -> None:
             threads = threads or calibrated
         import torch
 
+        from advisor.profiler.model_file import user_code
         from advisor.profiler.sources import resolve
-
-        mf = resolve(model, task=task, seq_len=seq_len, trust_remote_code=trust_remote_code)
-        if threads is not None:
-            if device == "cpu" and calibrated and threads != calibrated:
-                note(f"calibrated with {calibrated} threads, timing with {threads}: expect a larger error")
-            torch.set_num_threads(threads)
 
         def tick(step: str) -> None:
             sys.stderr.write(f"  {step}\n")
 
-        v = run(mf, device, batch_size, precision, repeats, catalog=cat, tick=tick)
+        with user_code(model, timeout):  # the model's code, from its top level to the last timed step
+            mf = resolve(model, task=task, seq_len=seq_len, trust_remote_code=trust_remote_code)
+            if threads is not None:
+                if device == "cpu" and calibrated and threads != calibrated:
+                    note(f"calibrated with {calibrated} threads, timing with {threads}: expect a larger error")
+                torch.set_num_threads(threads)
+            v = run(mf, device, batch_size, precision, repeats, catalog=cat, tick=tick)
         emit(v, fmt, lambda: _table(v))

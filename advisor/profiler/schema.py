@@ -9,13 +9,40 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.errors import UserError
-from advisor.vocab import PHASES, Category, ModelSourceKind, Phase  # noqa: F401 - PHASES is re-exported
+from advisor.vocab import (  # noqa: F401 - PHASES is re-exported
+    PHASES,
+    RECORDED_DTYPES,
+    Category,
+    ModelSourceKind,
+    Phase,
+    Precision,
+)
 
 SCHEMA_VERSION = 1
+LIMIT = 1e30  # no quantity of one training step comes near this: FLOPs, bytes, seconds
+MAX_OPS = 100_000  # op records per profile (real models: a few hundred)
+MAX_BATCH = 10_000_000
+
+# Numbers a profile or an export may hold: finite, and within bounds no real value reaches.
+Finite = Annotated[float, Field(ge=-LIMIT, le=LIMIT, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, le=LIMIT, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0, le=10**15)]
+Batch = Annotated[int, Field(ge=1, le=MAX_BATCH)]
+Text = Annotated[str, Field(max_length=10_000)]
+
+
+def _known_dtype(name: str) -> str:
+    if name not in RECORDED_DTYPES:
+        raise ValueError(f"unknown dtype {name!r} (known: {', '.join(RECORDED_DTYPES[:8])}, ...)")
+    return name
+
+
+RecordedDtype = Annotated[str, AfterValidator(_known_dtype)]
 
 
 class Strict(BaseModel):
@@ -25,8 +52,8 @@ class Strict(BaseModel):
 class Linear(Strict):
     """A quantity that is `fixed + per_sample * batch`."""
 
-    fixed: float = 0.0
-    per_sample: float = 0.0
+    fixed: Finite = 0.0
+    per_sample: Finite = 0.0
 
     def at(self, batch: float) -> float:
         return self.fixed + self.per_sample * batch
@@ -52,26 +79,26 @@ class OpRecord(Strict):
     flops / bytes_read / bytes_written are totals over `count` calls, not per call.
     """
 
-    op: str = Field(description="aten op, e.g. 'aten.mm'")
+    op: str = Field(max_length=200, description="aten op, e.g. 'aten.mm'")
     phase: Phase
     category: Category
-    dtype: str
-    module: str = Field(description="module path it ran under; repeated layers' indices are written '*'")
-    count: int = Field(ge=1, description="calls per training step")
+    dtype: RecordedDtype
+    module: Text = Field(description="module path it ran under; repeated layers' indices are written '*'")
+    count: int = Field(ge=1, le=10**9, description="calls per training step")
     flops: Linear
     bytes_read: Linear
     bytes_written: Linear
-    shapes: str = Field("", description="input shapes at the default batch size, for display")
+    shapes: Text = Field("", description="input shapes at the default batch size, for display")
     uncounted: bool = Field(False, description="no FLOP formula is known for this op: flops are 0")
 
 
 class NvmlInfo(Strict):
     name: str
-    memory_total_bytes: float | None = None
-    memory_used_bytes: float | None = None
-    sm_count: int | None = None
-    sm_clock_max_mhz: float | None = None
-    memory_clock_max_mhz: float | None = None
+    memory_total_bytes: NonNegative | None = None
+    memory_used_bytes: NonNegative | None = None
+    sm_count: Count | None = None
+    sm_clock_max_mhz: NonNegative | None = None
+    memory_clock_max_mhz: NonNegative | None = None
     driver_version: str | None = None
 
 
@@ -111,9 +138,9 @@ class Structure(Strict):
 
 
 class Memory(Strict):
-    parameter_bytes: float
-    gradient_bytes: float
-    optimizer_state_bytes: float
+    parameter_bytes: NonNegative
+    gradient_bytes: NonNegative
+    optimizer_state_bytes: NonNegative
     activation_bytes: Linear = Field(description="tensors saved for backward, deduplicated by storage")
     checkpoint_bytes: Linear = Field(
         description="kept under activation checkpointing of the repeated blocks: their inputs, what is saved "
@@ -126,7 +153,7 @@ class Memory(Strict):
         description="peak of all live tensors during a steady-state step (the optimizer state "
         "resident from the previous step), parameters included"
     )
-    measured_peak_bytes: float | None = Field(None, description="torch.cuda.max_memory_allocated (CUDA only)")
+    measured_peak_bytes: NonNegative | None = Field(None, description="torch.cuda.max_memory_allocated (CUDA only)")
     nvml: NvmlInfo | None = None
     activation_parts: ActivationParts | None = Field(None, description="activation_bytes by where it was saved")
 
@@ -134,13 +161,13 @@ class Memory(Strict):
 class Timing(Strict):
     device_name: str
     catalog_device: str | None = None
-    batch_size: int
-    warmup: int
-    repeats: int
-    step_time_s: float = Field(description="median of the timed steps")
-    forward_s: float | None = None
-    backward_s: float | None = None
-    optimizer_s: float | None = None
+    batch_size: Batch
+    warmup: Count
+    repeats: Count
+    step_time_s: NonNegative = Field(description="median of the timed steps")
+    forward_s: NonNegative | None = None
+    backward_s: NonNegative | None = None
+    optimizer_s: NonNegative | None = None
 
 
 class ModelSource(Strict):
@@ -177,29 +204,47 @@ class Profile(Strict):
     created: str
     advisor_version: str
     torch_version: str
-    device: str = Field(description="where it was profiled: meta, cpu or cuda")
-    precision: str
-    optimizer: str
-    profiled_batch_sizes: list[int]
-    batch_size: int
-    input_shapes: list[str] = Field(description="shape and dtype of each input at the default batch size")
-    tokens_per_sample: int | None = None
+    device: str = Field(max_length=100, description="where it was profiled: meta, cpu or cuda")
+    precision: Precision
+    optimizer: str = Field(max_length=100)
+    profiled_batch_sizes: list[Batch] = Field(min_length=1, max_length=8)
+    batch_size: Batch
+    input_shapes: list[Text] = Field(description="shape and dtype of each input at the default batch size")
+    tokens_per_sample: int | None = Field(None, ge=1, le=10**12)
     global_batch: int | None = Field(
-        None, ge=1, description="samples per optimizer step of the training recipe (the model file's GLOBAL_BATCH)"
+        None,
+        ge=1,
+        le=10**12,
+        description="samples per optimizer step of the training recipe (the model file's GLOBAL_BATCH)",
     )
     global_batch_source: str | None = Field(None, description="where that recipe comes from (GLOBAL_BATCH_SOURCE)")
     linear_in_batch: bool
     linear_reason: str | None = None
-    parameters: int
-    trainable_parameters: int
+    parameters: Count
+    trainable_parameters: Count
     memory: Memory
-    ops: list[OpRecord]
+    ops: list[OpRecord] = Field(max_length=MAX_OPS)
     uncounted_ops: list[str] = Field([], description="ops with no FLOP formula (recorded with flops 0)")
     view_ops: int = Field(0, description="view/alias calls per step: no kernel, no bytes, not listed in ops")
     timing: Timing | None = None
     structure: Structure | None = Field(None, description="repeated blocks, hidden size, attention heads")
     source: ModelSource | None = Field(None, description="what the model was built from (newer profiles)")
     notes: list[str] = []
+
+    @model_validator(mode="after")
+    def _never_negative(self) -> Profile:
+        """Every fitted quantity is at least 0 at the batch sizes it was measured at (a line through two
+        measured points; only rounding may dip below). Between and beyond them a line may dip below 0 (a
+        cost that grew faster than the batch): the estimator counts such an op as no work, never less."""
+        lines = [(f"ops.{i}.{f}", getattr(o, f)) for i, o in enumerate(self.ops) for f in _OP_LINES]
+        lines += [(f"memory.{f}", getattr(self.memory, f)) for f in _MEMORY_LINES]
+        for where, line in lines:
+            for b in self.profiled_batch_sizes:
+                if line.at(b) < -1e-6 * (abs(line.fixed) + abs(line.per_sample) * b) - 1e-6:
+                    raise ValueError(f"{where} is negative ({line.at(b):g}) at batch size {b}")
+        if self.trainable_parameters > self.parameters:
+            raise ValueError("trainable_parameters is more than parameters")
+        return self
 
     def made_from(self) -> str:
         """What the profile was made from, in words (older profiles name only their model file)."""
@@ -217,6 +262,10 @@ class Profile(Strict):
         return sum(o.bytes_read.at(batch) + o.bytes_written.at(batch) for o in self._ops(phase))
 
 
+_OP_LINES = ("flops", "bytes_read", "bytes_written")
+_MEMORY_LINES = ("activation_bytes", "checkpoint_bytes", "temporary_peak_bytes", "peak_bytes")
+
+
 def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
@@ -226,22 +275,40 @@ def load_profile(path: str | Path) -> Profile:
     from advisor.io import read_yaml
 
     path = Path(path)
-    data = read_yaml(path)
+    data = read_yaml(path, "profile")
     if not isinstance(data, dict):
         raise UserError(f"{path}: not a profile (expected a mapping at the top level)", "regenerate it")
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise UserError(
-            f"{path}: profile schema_version {version!r}, this advisor reads version {SCHEMA_VERSION}",
-            f"regenerate it with 'advisor profile {data.get('model_file', 'MODEL.py')}'",
+            f"{path}: profile schema_version {short_repr(version)}, this advisor reads version {SCHEMA_VERSION}",
+            f"regenerate it with 'advisor profile {str(data.get('model_file', 'MODEL.py'))[:200]}'",
         )
+    ops = data.get("ops")
+    if isinstance(ops, list) and len(ops) > MAX_OPS:  # before validating a million records one by one
+        raise UserError(f"{path}: invalid profile: {len(ops):,} op records, more than {MAX_OPS:,}", "regenerate it")
     try:
         return Profile.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
-        raise UserError(f"{path}: invalid profile: {where}: {err['msg']}{more}", "regenerate it") from None
+        raise UserError(f"{path}: invalid profile: {first_error(exc)}", "regenerate it") from None
+
+
+def short_repr(value: object) -> str:
+    """A value from a file, quoted as repr does, cut to a readable length (it may be 5,000 digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def first_error(exc: ValidationError) -> str:
+    """'field ops.3.count: Input should be greater than or equal to 1 (and 2 more problems)'."""
+    errors = exc.errors(include_url=False, include_input=False)
+    err = errors[0]
+    where = ".".join(str(p) for p in err["loc"])
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        message = "unknown field"
+    more = f" (and {len(errors) - 1} more problem{'s' * (len(errors) > 2)})" if len(errors) > 1 else ""
+    return (f"field {where}: " if where else "") + message + more
 
 
 def save_profile(profile: Profile, path: str | Path) -> Path:

@@ -169,8 +169,18 @@ def build(mf: ModelFile, device: str, batch_size: int, precision: str, optimizer
         )
     batch = _to_device(batch, device, precision == "bf16")
     params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise UserError(
+            f"build_model() in {path.name} returned a model with no trainable parameters: there is nothing to train",
+            "return the model you train (its parameters must require grad)",
+        )
     if mf.make_optimizer is not None and optimizer is None:
         opt = call_user(lambda: mf.make_optimizer(params), path, "make_optimizer()")
+        if not isinstance(opt, torch.optim.Optimizer):
+            raise UserError(
+                f"make_optimizer() in {path.name} returned {type(opt).__name__}, not a torch.optim.Optimizer",
+                "return one built on the parameters it is given, e.g. torch.optim.AdamW(parameters)",
+            )
         name = type(opt).__name__.lower()
     else:
         name = optimizer or "adamw"

@@ -4,10 +4,15 @@ qualifies, the explanation. Plain pydantic values, so the table, JSON, YAML and 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.profiler.schema import Count, Finite, NonNegative
+from advisor.vocab import DeviceKind, Precision, Recompute, Sharding, Strategy
+
+Positive = Annotated[float, Field(gt=0, le=1e30, allow_inf_nan=False)]
+Whole = Annotated[int, Field(ge=1, le=10**9)]
 Objective = Literal["cost", "time"]
 PricingChoice = Literal["on-demand", "spot", "both"]
 
@@ -15,8 +20,8 @@ PricingChoice = Literal["on-demand", "spot", "both"]
 class Constraints(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    deadline_s: float | None = Field(None, gt=0)
-    budget_usd: float | None = Field(None, gt=0)
+    deadline_s: Positive | None = None
+    budget_usd: Positive | None = None
     objective: Objective = "cost"
     providers: list[str] = []
     devices: list[str] = Field([], description="device ids the --devices filter allowed (empty: all)")
@@ -34,47 +39,47 @@ class Option(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    rank: int | None = None
+    rank: Whole | None = None
     provider: str
     instance: str
     instance_name: str
     region: str
     device: str
-    device_kind: str
-    nodes: int
-    devices_per_node: int
-    devices: int
-    precision: str
-    strategy: str = Field(description="how the data-parallel replicas shard: single, ddp, zero1, zero2, fsdp")
+    device_kind: DeviceKind
+    nodes: Whole
+    devices_per_node: Whole
+    devices: Whole
+    precision: Precision
+    strategy: Strategy = Field(description="how the data-parallel replicas shard: single, ddp, zero1, zero2, fsdp")
     checkpointing: bool = Field(description="full recomputation")
-    tp: int = 1
-    pp: int = 1
-    vpp: int = 1
-    cp: int = 1
-    dp: int = 1
-    sharding: str = "none"
+    tp: Whole = 1
+    pp: Whole = 1
+    vpp: Whole = 1
+    cp: Whole = 1
+    dp: Whole = 1
+    sharding: Sharding = "none"
     sequence_parallel: bool = False
-    recompute: str = "none"
+    recompute: Recompute = "none"
     pricing: Literal["on-demand", "spot"]
-    step_time_s: float
-    total_time_s: float = Field(description="the whole run: start-up, steps, evaluation and checkpoints")
-    startup_s: float = Field(0.0, description="provisioning, setup and initialisation")
-    checkpoint_s: float = Field(0.0, description="all checkpoint writes")
-    eval_s: float = 0.0
+    step_time_s: NonNegative
+    total_time_s: NonNegative = Field(description="the whole run: start-up, steps, evaluation and checkpoints")
+    startup_s: NonNegative = Field(0.0, description="provisioning, setup and initialisation")
+    checkpoint_s: NonNegative = Field(0.0, description="all checkpoint writes")
+    eval_s: NonNegative = 0.0
     input_bound: bool = Field(False, description="the host's input pipeline holds the devices back")
     owned: bool = Field(False, description="owned machines at an amortized price, not rented")
     price_as_of: str | None = Field(None, description="when the instance's price was read (ISO date)")
-    cost_usd: float
-    usd_per_hour: float = Field(description="all nodes together")
-    steps: float
-    micro_batch: int
-    accumulation: int
-    global_batch: int
+    cost_usd: NonNegative
+    usd_per_hour: NonNegative = Field(description="all nodes together")
+    steps: NonNegative
+    micro_batch: Whole
+    accumulation: Whole
+    global_batch: Whole
     global_batch_reason: str | None = Field(None, description="why the global batch differs from the one asked")
-    mfu: float
-    memory_bytes: float
-    memory_capacity_bytes: float | None = None
-    memory_headroom_bytes: float | None = None
+    mfu: NonNegative
+    memory_bytes: NonNegative
+    memory_capacity_bytes: NonNegative | None = None
+    memory_headroom_bytes: Finite | None = None
     pareto: bool = False
     meets_deadline: bool = True
     within_budget: bool = True
@@ -125,7 +130,9 @@ Row = dataclasses.make_dataclass(
 class Rejections(BaseModel):
     """Candidates that were dropped, counted by reason, with a few examples of each."""
 
-    counts: dict[str, int] = {}
+    model_config = ConfigDict(extra="forbid")
+
+    counts: dict[str, Count] = {}
     examples: dict[str, list[str]] = {}
 
     def add(self, reason: str, example: str, n: int = 1, keep: int = 3) -> None:
@@ -141,6 +148,8 @@ class Rejections(BaseModel):
 class Explanation(BaseModel):
     """Why nothing qualified, and what would change that."""
 
+    model_config = ConfigDict(extra="forbid")
+
     binding: list[str] = Field(description="the constraints that rule every option out")
     summary: str
     fastest: Option | None = None
@@ -149,29 +158,35 @@ class Explanation(BaseModel):
 
 
 class Question(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     profile: str
     global_batch: int | None = Field(None, description="samples per step every option trains at")
     global_batch_source: str = Field("", description="where it came from: --global-batch, the model file, ...")
     global_batch_detail: str = ""
     profile_sha256: str
-    parameters: int
-    workload: dict
+    parameters: Count
+    workload: dict[Literal["samples", "epochs", "steps", "tokens"], Positive]
     workload_text: str
     constraints: Constraints
 
 
 class Recommendation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     question: Question
     catalog_as_of: dict[str, str] = Field(description="oldest and newest as-of dates of the catalog entries")
     catalog_overrides: list[str] = []
     assumptions: list[str] = []
-    candidates: int = Field(description="configurations considered")
-    estimated: int = Field(description="configurations estimated (the rest were filtered before)")
-    qualifying: int
-    options: list[Option] = Field(description="the best qualifying options, ranked")
-    pareto: list[Option] = Field([], description="time-cost Pareto front of every option that fits in memory")
+    candidates: Count = Field(description="configurations considered")
+    estimated: Count = Field(description="configurations estimated (the rest were filtered before)")
+    qualifying: Count
+    options: list[Option] = Field(max_length=100_000, description="the best qualifying options, ranked")
+    pareto: list[Option] = Field(
+        [], max_length=100_000, description="time-cost Pareto front of every option that fits in memory"
+    )
     rejections: Rejections
     explanation: Explanation | None = None
-    elapsed_s: float = 0.0
+    elapsed_s: NonNegative = 0.0
     # every option that fits in memory and has a price (Rows), for plots and comparisons; not exported
     feasible: list[Any] = Field([], exclude=True)

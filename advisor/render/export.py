@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from advisor.errors import UserError
 from advisor.io import dump_yaml, plain, write_atomic
+from advisor.profiler.schema import first_error, short_repr
 
 KIND = "advisor-recommendation"
 VERSION = 1
@@ -20,8 +21,11 @@ VERSION = 1
 
 def export_data(rec) -> dict:
     from advisor import __version__
+    from advisor.render.output import check_finite
 
-    return {"kind": KIND, "version": VERSION, "advisor_version": __version__, **plain(rec)}
+    data = {"kind": KIND, "version": VERSION, "advisor_version": __version__, **plain(rec)}
+    check_finite(data)  # never a file holding NaN or infinity (a bug, reported as such)
+    return data
 
 
 def write_export(rec, path: Path) -> Path:
@@ -33,18 +37,18 @@ def read_export(path: Path):
     from advisor.io import read_yaml
     from advisor.recommender.model import Recommendation
 
-    data = read_yaml(Path(path))
+    data = read_yaml(Path(path), "export")
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise UserError(
             f"{path}: not an advisor recommendation export (no 'kind: {KIND}')",
             "give a file written by 'advisor recommend --export'",
         )
     if data.get("version") != VERSION:
-        raise UserError(f"{path}: export version {data.get('version')!r}, this advisor reads {VERSION}", "re-export it")
+        raise UserError(
+            f"{path}: export version {short_repr(data.get('version'))}, this advisor reads {VERSION}", "re-export it"
+        )
     body = {k: v for k, v in data.items() if k not in ("kind", "version", "advisor_version")}
     try:
         return Recommendation.model_validate(body)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise UserError(f"{path}: invalid export: {where}: {err['msg']}", "re-export it") from None
+        raise UserError(f"{path}: invalid export: {first_error(exc)}", "re-export it") from None

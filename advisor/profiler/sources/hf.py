@@ -53,7 +53,9 @@ def resolve_hf(ref: str, *, task: str | None, seq_len: int | None, trust_remote_
     # its errors still show, and advisor's own notes say what was built
     transformers.logging.set_verbosity_error()
     path, hub_id = config_file(ref)
-    raw = path.read_bytes()
+    from advisor.io import read_bytes
+
+    raw = read_bytes(path, "config.json")  # a regular file within the size limit
     data = _parse(raw, path)
     model_type = data["model_type"]
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
@@ -196,7 +198,7 @@ def _reachable(ref: str, endpoint: str) -> None:
 def _parse(raw: bytes, path: Path) -> dict:
     try:
         data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise UserError(f"{path}: not valid JSON ({exc})", "give a Hugging Face config.json") from None
     if not isinstance(data, dict) or not isinstance(data.get("model_type"), str):
         raise UserError(f"{path}: not a Hugging Face model config (no model_type)", "give a model's config.json")

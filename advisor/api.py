@@ -130,6 +130,12 @@ def estimate(
     precision: str | None = None,
     strategy: str | None = None,
     checkpointing: bool = False,
+    tp: int = 1,
+    pp: int = 1,
+    vpp: int = 1,
+    cp: int = 1,
+    sequence_parallel: bool | None = None,
+    recompute: str | None = None,
     micro_batch: int | None = None,
     global_batch: int | None = None,
     samples: float | None = None,
@@ -140,24 +146,19 @@ def estimate(
     cat: Catalog | None = None,
     run: RunOptions | None = None,
 ) -> Estimate:
-    """One configuration, as `advisor estimate` answers it. `run` sets the checkpoint interval and evaluation
-    share. A configuration that does not fit has `fits` false, no time or cost, and `to_fit`: what would fit."""
+    """One configuration, as `advisor estimate` answers it: `hardware` (a device or an instance) × nodes,
+    running the layout tp × pp × cp × dp with dp = devices / (tp·pp·cp). `strategy`
+    (single|ddp|zero1|zero2|fsdp) is how the data-parallel replicas shard; `recompute` none|selective|full
+    (`checkpointing` is full); sequence parallelism is on by default whenever tp > 1. `run` sets the checkpoint
+    interval and evaluation share. A configuration that does not fit has `fits` false, no time or cost, and
+    `to_fit`: what would fit."""
     cat = cat or catalog()
     device, instance, per_node = resolve_hardware(cat, hardware, count, nodes)
     check_training(device, instance)
-    world = per_node * nodes
-    config = Config(
-        device=device.id,
-        instance=instance.id if instance else None,
-        devices_per_node=per_node,
-        nodes=nodes,
-        precision=precision or profile.precision,
-        strategy=strategy or ("ddp" if world > 1 else "single"),
-        checkpointing=checkpointing,
-        micro_batch=micro_batch,
-        global_batch=global_batch,
-        spot=spot,
-    )
+    config = config_for(
+        device, instance, per_node, nodes, precision or profile.precision, strategy, checkpointing, tp, pp, vpp, cp,
+        sequence_parallel, recompute, micro_batch, global_batch, spot,
+    )  # fmt: skip
     if spot and instance is not None and instance.hourly_usd(spot=True) is None:
         raise UserError(f"{instance.id} has no spot price in the catalog", "use --pricing on-demand")
     workload = Workload(samples=samples, epochs=epochs, steps=steps, tokens=tokens)
@@ -167,6 +168,70 @@ def estimate(
 
         est.to_fit = ways_to_fit(profile, cat, est.config)
     return est
+
+
+def config_for(
+    device: Device,
+    instance: Instance | None,
+    per_node: int,
+    nodes: int,
+    precision: str,
+    strategy: str | None,
+    checkpointing: bool,
+    tp: int = 1,
+    pp: int = 1,
+    vpp: int = 1,
+    cp: int = 1,
+    sequence_parallel: bool | None = None,
+    recompute: str | None = None,
+    micro_batch: int | None = None,
+    global_batch: int | None = None,
+    spot: bool = False,
+) -> Config:
+    """The Config of one configuration, its layout checked for the devices (parallel/*.py check the model)."""
+    from advisor.estimator.layout import layout_for
+    from advisor.vocab import RECOMPUTES, STRATEGIES, check_choice
+
+    check_choice(strategy, STRATEGIES, "--strategy")
+    check_choice(recompute, RECOMPUTES, "--recompute")
+    for value, option in ((tp, "--tp"), (pp, "--pp"), (vpp, "--vpp"), (cp, "--cp")):
+        if value < 1:
+            raise UserError(f"{option} must be at least 1, got {value}")
+    world = per_node * nodes
+    layout = layout_for(world, tp, pp, vpp, cp, strategy, recompute, sequence_parallel, checkpointing)
+    return Config(
+        device=device.id,
+        instance=instance.id if instance else None,
+        devices_per_node=per_node,
+        nodes=nodes,
+        precision=precision,
+        layout=layout,
+        micro_batch=micro_batch,
+        global_batch=global_batch,
+        spot=spot,
+    )
+
+
+def search(
+    profile: Profile,
+    hardware: str,
+    *,
+    count: int | None = None,
+    nodes: int = 1,
+    precision: str | None = None,
+    global_batch: int | None = None,
+    top: int = 10,
+    cat: Catalog | None = None,
+):
+    """Every valid layout of `hardware` × nodes for `profile`, fastest first: (the estimate of the best one,
+    the ranked layouts that fit as rows, how many layouts were evaluated)."""
+    from advisor.estimator.ranking import ranked_layouts
+
+    cat = cat or catalog()
+    device, instance, per_node = resolve_hardware(cat, hardware, count, nodes)
+    check_training(device, instance)
+    return ranked_layouts(profile, cat, device, instance, per_node, nodes, precision or profile.precision,
+                          global_batch, top)  # fmt: skip
 
 
 def recommend(

@@ -69,19 +69,23 @@ def canonical_dtype(name: str) -> str:
 
 
 # ---- precisions: how a training run uses dtypes ----
-PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16")
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16", "fp8-mixed")
 Precision = Literal[PRECISIONS]
-# The dtype matrix-unit ops compute in under each precision.
+# The dtype matrix-unit ops compute in under each precision. fp8-mixed is bf16-mixed whose repeated blocks'
+# weight matmuls run on the FP8 tensor units (Transformer-Engine style): see BLOCK_MATMUL_DTYPE.
 COMPUTE_DTYPE: dict[str, str] = {
     "fp32": "fp32",
     "tf32": "tf32",
     "bf16-mixed": "bf16",
     "fp16-mixed": "fp16",
     "bf16": "bf16",
+    "fp8-mixed": "bf16",
 }
+# Precisions whose repeated blocks' weight matmuls compute in another dtype than COMPUTE_DTYPE.
+BLOCK_MATMUL_DTYPE: dict[str, str] = {"fp8-mixed": "fp8"}
 # Bytes per parameter for weights, gradients and optimizer state. Mixed precision keeps fp32 weights and
 # gradients (autocast casts on the fly); pure bf16 keeps everything in bf16.
-PARAM_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "bf16-mixed": 4, "fp16-mixed": 4, "bf16": 2}
+PARAM_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "bf16-mixed": 4, "fp16-mixed": 4, "bf16": 2, "fp8-mixed": 4}
 
 # ---- hardware ----
 DEVICE_KINDS: tuple[str, ...] = ("cpu", "gpu", "tpu", "accelerator")
@@ -100,8 +104,25 @@ PHASES: tuple[str, ...] = ("forward", "backward", "optimizer")
 Phase = Literal[PHASES]
 CATEGORIES: tuple[str, ...] = ("matrix", "vector", "memory")
 Category = Literal[CATEGORIES]
-STRATEGIES: tuple[str, ...] = ("single", "ddp", "fsdp")
+# How the data-parallel dimension holds the model: `single` (no data parallelism), `ddp` (replicas), ZeRO stage 1
+# (optimizer state sharded), stage 2 (and gradients), `fsdp` (ZeRO-3: and weights).
+STRATEGIES: tuple[str, ...] = ("single", "ddp", "zero1", "zero2", "fsdp")
 Strategy = Literal[STRATEGIES]
+# The same as a layout's `sharding`: what the data-parallel ranks shard (`none`: DDP replicas, or no data
+# parallelism at all).
+SHARDINGS: tuple[str, ...] = ("none", "zero1", "zero2", "fsdp")
+Sharding = Literal[SHARDINGS]
+STRATEGY_SHARDING: dict[str, str] = {
+    "single": "none",
+    "ddp": "none",
+    "zero1": "zero1",
+    "zero2": "zero2",
+    "fsdp": "fsdp",
+}
+# Activation recomputation: none, `selective` (the attention core only, as Megatron-LM does), `full` (every
+# repeated block keeps only its input and is run forward again in the backward pass).
+RECOMPUTES: tuple[str, ...] = ("none", "selective", "full")
+Recompute = Literal[RECOMPUTES]
 OPTIMIZERS: tuple[str, ...] = ("adamw", "adam", "sgd")
 # Optimizer state tensors per parameter (Adam's m and v; SGD's momentum).
 OPTIMIZER_STATES: dict[str, int] = {"adamw": 2, "adam": 2, "sgd": 1}

@@ -27,6 +27,8 @@ NAMES = (
     "llama3_8b",
     "llama2_70b",
     "llama3_70b",
+    "llama3_405b",
+    "gpt3_175b",
     "lstm",
 )
 

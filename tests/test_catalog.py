@@ -202,10 +202,11 @@ def test_readme_names_exactly_the_catalog_providers(catalog):
         "RunPod": "runpod",
         "CoreWeave": "coreweave",
         "Alibaba Cloud": "alibaba",
+        "Tencent Cloud": "tencent",
         "on-prem": "onprem",
     }
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     line = next(ln for ln in readme.split("\n- ") if ln.startswith("Instances:"))
-    listed = line.split("(")[0]  # "Instances: AWS, GCP, ..., Alibaba Cloud and on-prem "
+    listed = line.split("(")[0]  # "Instances: AWS, GCP, ..., Tencent Cloud and on-prem "
     named = {pid for name, pid in names.items() if name in listed}
     assert named == {i.provider for i in catalog.instances.values()}

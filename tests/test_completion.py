@@ -47,7 +47,7 @@ def test_other_names_complete():
     assert complete("advisor compare res") == ["resnet50"]  # shipped profiles
     assert complete("advisor catalog list --kind t") == ["tpu"]
     assert complete("advisor profile --task c") == ["causal-lm"]
-    assert complete("advisor profile llama3_") == ["llama3_70b", "llama3_8b"]  # shipped models
+    assert complete("advisor profile llama3_") == ["llama3_405b", "llama3_70b", "llama3_8b"]  # shipped models
     assert complete("advisor profile tests/models/tiny_g") == ["tests/models/tiny_gpt.py"]  # model files
     assert {"hf:", "timm:", "torchvision:"} <= set(complete("advisor profile "))
 

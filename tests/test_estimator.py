@@ -159,9 +159,11 @@ def test_a_micro_batch_alone_sets_the_per_device_batch():
     assert (est.micro_batch, est.accumulation, est.global_batch) == (4, 1, 32)  # 4 × 1 × 8 devices
 
 
-def test_checkpointing_adds_one_forward_pass():
+def test_checkpointing_adds_one_forward_pass_of_the_blocks():
     est = estimate(toy_profile(), toy_catalog(), single(checkpointing=True, micro_batch=1))
-    assert est.step_time_s == pytest.approx(2 * FWD + BWD + OPT, rel=REL)
+    blocks_fwd = 4 * (1e9 / (1e12 * 0.8)) + 4 * 10e-6  # the 4 gelu calls under 'layers.*': 0.00504 (not the head)
+    assert est.step_time_s == pytest.approx(FWD + BWD + OPT + blocks_fwd, rel=REL)
+    assert est.parts["recompute"] == pytest.approx(blocks_fwd, rel=REL)
     assert list(est.phases) == ["forward", "backward", "recompute", "optimizer"]
     assert est.memory.activation_bytes == pytest.approx(0.5e9)
 
@@ -218,7 +220,7 @@ def test_precision_the_device_lacks_and_missing_links():
 def test_contradictory_batches_are_user_errors():
     with pytest.raises(UserError) as err:
         estimate(toy_profile(), toy_catalog(), node(global_batch=4))
-    assert "smaller than the 8 data-parallel devices" in err.value.message
+    assert "smaller than the 8 data-parallel replicas" in err.value.message
     with pytest.raises(UserError) as err:
         estimate(toy_profile(), toy_catalog(), node(global_batch=16, micro_batch=4))
     assert "contradictory batch" in err.value.message
@@ -233,4 +235,4 @@ def test_the_cache_gives_the_same_answer():
     again = estimate(toy_profile(), toy_catalog(), node(nodes=2), cache=cache)
     fresh = estimate(toy_profile(), toy_catalog(), node(nodes=2))
     assert again.step_time_s == fresh.step_time_s and first.step_time_s < again.step_time_s
-    assert ("toy", "toy-eff", "bf16-mixed", 1, 1.0) in cache
+    assert any(key[0] == "passes" for key in cache)  # the per-op passes are kept for the next configuration

@@ -40,7 +40,7 @@ def test_json_is_the_estimate_and_the_table_shows_it(prof):
         (["-H", "p5.48xlarge", "--steps", "10", "--tokens", "1B"], ["contradictory workload"]),
         (["-H", "p5.48xlarge", "--epochs", "2"], ["--epochs needs --samples"]),
         (["-H", "h100x"], ["unknown device or instance", "did you mean"]),
-        (["-H", "p5.48xlarge", "--global-batch", "4"], ["smaller than the 8 data-parallel devices"]),
+        (["-H", "p5.48xlarge", "--global-batch", "4"], ["smaller than the 8 data-parallel replicas"]),
         (["-H", "p5.48xlarge", "--micro-batch", "4", "--global-batch", "8"], ["contradictory batch"]),
         (["-H", "h100-sxm", "--nodes", "2"], ["needs an instance"]),
         (["-H", "p5.48xlarge", "--pricing", "spot"], ["no spot price"]),

@@ -30,7 +30,7 @@ def test_deadline_answer_as_json(world):
     # only inst-b (1,500 s, $3.75) meets 2,000 s; see test_recommend.py for the arithmetic
     assert [o["instance"] for o in data["options"]] == ["inst-b"]
     assert data["options"][0]["cost_usd"] == pytest.approx(3.75, rel=1e-3)
-    assert data["rejections"]["counts"]["deadline"] == 3
+    assert data["rejections"]["counts"]["deadline"] == 1  # inst-a: 3,000 s
     assert data["rejections"]["counts"]["provider filter"] > 0  # the shipped catalog, filtered out
 
 

@@ -60,6 +60,8 @@ PUBLISHED = {  # parameters: published figure, tolerance (relative)
     "llama3_8b": (8.030e9, 1e-3),  # Meta-Llama-3-8B: 8,030,261,248
     "llama2_70b": (68.98e9, 1e-3),  # Llama-2-70b: 68,976,648,192
     "llama3_70b": (70.55e9, 1e-3),  # Meta-Llama-3-70B: 70,553,706,496
+    "llama3_405b": (405.853e9, 1e-4),  # Llama 3.1 405B: 2Vh + L(2h² + 2h·kv·d + 3hf + 2h) + h = 405,853,388,800
+    "gpt3_175b": (175.0e9, 0.003),  # the paper's 175.0B; Vh + 2048h + L(12h² + 13h) + 2h = 174,604,259,328
     "lstm": (19.7804e6, 1e-6),  # 10000*650 + 2*(4*650*1300 + 2*4*650) + 650*10000 + 10000 = 19,780,400
 }
 

@@ -48,12 +48,12 @@ def test_models_that_are_nothing_known():
 
 
 def test_an_estimate_says_what_its_profile_was_made_from():
-    # shipped profiles predate the source field: they still load, and name their model file
-    assert api.profile_from("gpt2_124m").source is None
+    # the shipped profiles (regenerated with the layout structure) record their model file as their source
+    prof = api.profile_from("gpt2_124m")
+    assert (prof.source.kind, prof.source.id) == ("file", "gpt2_124m.py")
     r = run_cli("estimate", "gpt2_124m", "-H", "h100-sxm", "--steps", "10", "-f", "json")
     assert r.returncode == 0, r.stderr
-    sha = api.profile_from("gpt2_124m").model_sha256
-    assert (
-        f"profile gpt2_124m made from profiles/models/gpt2_124m.py (file sha256 {sha[:12]})"
-        in json.loads(r.stdout)["assumptions"]
-    )
+    assert f"profile gpt2_124m made from {prof.made_from()}" in json.loads(r.stdout)["assumptions"]
+    # a profile written before the source field still loads and names its model file
+    old = prof.model_copy(update={"source": None})
+    assert old.made_from() == f"profiles/models/gpt2_124m.py (file sha256 {prof.model_sha256[:12]})"

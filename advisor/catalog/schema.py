@@ -193,6 +193,21 @@ class Efficiency(Strict):
         description="compute efficiency of named aten ops (fused attention, softmax, transcendentals) whose "
         "cost the FLOP count misjudges; overrides the curves for that op",
     )
+    fused_elementwise: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="share of the time of the repeated blocks' elementwise and memory-bound ops (norms, "
+        "activations, casts, residual adds) left after the kernel fusion large-scale training frameworks do "
+        "(Megatron-LM and Transformer Engine, XLA); 1 = every op runs as its own eager kernel",
+    )
+    tp_overlap: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="share of tensor-parallel collective time hidden behind the matmuls (Transformer Engine's "
+        "communication overlap, XLA's collective matmuls); 0 = on the critical path",
+    )
     calibration_threads: int | None = Field(
         None, ge=1, le=4096, description="torch CPU threads the calibration ran with (validate uses the same)"
     )

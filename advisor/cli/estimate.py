@@ -25,7 +25,10 @@ from advisor.errors import UserError
 from advisor.render.output import Format, emit
 from advisor.vocab import check_choice
 
-PRECISION_HELP = "fp32, tf32, bf16-mixed, fp16-mixed or bf16 (default: the profile's)."
+PRECISION_HELP = (
+    "fp32, tf32, bf16-mixed, fp16-mixed, bf16 or fp8-mixed (the blocks' matmuls on FP8 tensor units; "
+    "default: the profile's)."
+)
 
 
 def parse_workload(samples: str | None, epochs: float | None, steps: str | None, tokens: str | None):
@@ -58,15 +61,38 @@ def register(app: typer.Typer) -> None:
         nodes: Annotated[int, typer.Option(help="Nodes (instances) joined over their network.")] = 1,
         precision: Annotated[str | None, typer.Option(help=PRECISION_HELP)] = None,
         strategy: Annotated[
-            str | None, typer.Option(help="single, ddp or fsdp (default: ddp when there are several devices).")
+            str | None,
+            typer.Option(
+                help="How the data-parallel replicas shard: single, ddp, zero1, zero2 or fsdp (ZeRO-3); "
+                "default ddp when there are replicas."
+            ),
+        ] = None,
+        tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel degree (divides the attention heads).")] = 1,
+        pp: Annotated[int, typer.Option("--pp", help="Pipeline stages (at most the repeated blocks).")] = 1,
+        vpp: Annotated[int, typer.Option("--vpp", help="Interleaved model chunks per pipeline stage.")] = 1,
+        cp: Annotated[int, typer.Option("--cp", help="Context-parallel degree (divides the sequence).")] = 1,
+        sequence_parallel: Annotated[
+            bool | None,
+            typer.Option(
+                "--sequence-parallel/--no-sequence-parallel",
+                help="Split norms and residuals by tp too (default: on whenever --tp > 1).",
+            ),
+        ] = None,
+        recompute: Annotated[
+            str | None, typer.Option(help="Activation recomputation: none, selective (attention core) or full.")
         ] = None,
         checkpointing: Annotated[
-            bool, typer.Option("--checkpointing/--no-checkpointing", help="Activation checkpointing.")
+            bool, typer.Option("--checkpointing/--no-checkpointing", help="The same as --recompute full.")
         ] = False,
         micro_batch: Annotated[
-            int | None, typer.Option(help="Per-device micro-batch (default: the largest that fits).")
+            int | None, typer.Option(help="Micro-batch per data-parallel replica (default: the largest that fits).")
         ] = None,
-        global_batch: Annotated[int | None, typer.Option(help="Samples per optimizer step over all devices.")] = None,
+        global_batch: Annotated[int | None, typer.Option(help="Samples per optimizer step over all replicas.")] = None,
+        search: Annotated[
+            bool,
+            typer.Option("--search", help="Rank every valid layout of these devices and show the best in full."),
+        ] = False,
+        top: Annotated[int, typer.Option(help="With --search: how many layouts to list.")] = 10,
         samples: Annotated[str | None, typer.Option(help="Dataset size in samples ('1.28M'), with --epochs.")] = None,
         epochs: Annotated[float | None, typer.Option(help="Passes over --samples.")] = None,
         steps: Annotated[str | None, typer.Option(help="Optimizer steps.")] = None,
@@ -78,22 +104,36 @@ def register(app: typer.Typer) -> None:
         plot: PlotOpt = None,
         fmt: FormatOpt = Format.table,
     ) -> None:
-        """Estimate step time, memory per device, total time and cost of training on one configuration."""
+        """Estimate step time, memory per device, total time and cost of training on one configuration: its
+        parallel layout (tp × pp × cp × dp) and the step's split into compute, exposed communication per
+        dimension, pipeline bubble and recomputation."""
         from advisor import api
-        from advisor.vocab import PRECISIONS, STRATEGIES
+        from advisor.vocab import PRECISIONS, RECOMPUTES, STRATEGIES
 
         check_choice(precision, PRECISIONS, "--precision")
         check_choice(strategy, STRATEGIES, "--strategy")
+        check_choice(recompute, RECOMPUTES, "--recompute")
         check_choice(pricing, ("on-demand", "spot"), "--pricing")
         for value, option in ((micro_batch, "--micro-batch"), (global_batch, "--global-batch"), (count, "--count")):
             if value is not None and value < 1:
                 raise UserError(f"{option} must be at least 1, got {value}")
+        if top < 1:
+            raise UserError(f"--top must be at least 1, got {top}")
         work = parse_workload(samples, epochs, steps, tokens)
         run = parse_run_options(checkpoint_every, eval_share)
         check_files({"--plot": plot}, {"the profile": api.find_profile(profile)}, catalog)
         check_plot(plot)
         cat = api.catalog(catalog)
         prof = api.profile_from(profile)
+        if search:
+            result = api.search(
+                prof, hardware, count=count, nodes=nodes, precision=precision, global_batch=global_batch, top=top,
+                cat=cat,
+            )  # fmt: skip
+            from advisor.render.estimate_tables import print_search
+
+            emit(result, fmt, lambda: print_search(result, prof.name))
+            return
         est = api.estimate(
             prof,
             hardware,
@@ -102,6 +142,12 @@ def register(app: typer.Typer) -> None:
             precision=precision,
             strategy=strategy,
             checkpointing=checkpointing,
+            tp=tp,
+            pp=pp,
+            vpp=vpp,
+            cp=cp,
+            sequence_parallel=sequence_parallel,
+            recompute=recompute,
             micro_batch=micro_batch,
             global_batch=global_batch,
             samples=work[0],

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from advisor.errors import UserError
-from advisor.vocab import Precision, Strategy
+from advisor.estimator.layout import Layout, layout_for
+from advisor.vocab import STRATEGIES, Precision, check_choice
 
 
 class Workload(BaseModel):
@@ -41,7 +44,11 @@ class Workload(BaseModel):
 
 
 class Config(BaseModel):
-    """One configuration to estimate. `devices_per_node` × `nodes` devices run data parallel."""
+    """One configuration to estimate: `devices_per_node` × `nodes` devices running `layout`.
+
+    `strategy` (single, ddp, zero1, zero2, fsdp) and `checkpointing` are accepted as the older words for the
+    layout's data-parallel sharding and `recompute full`: without a layout they make a data-parallel one over
+    every device."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -50,12 +57,66 @@ class Config(BaseModel):
     devices_per_node: int = Field(1, ge=1)
     nodes: int = Field(1, ge=1)
     precision: Precision = "bf16-mixed"
-    strategy: Strategy = "single"
-    checkpointing: bool = False
+    layout: Layout = Field(default_factory=Layout)
     micro_batch: int | None = Field(None, ge=1)
     global_batch: int | None = Field(None, ge=1)
     spot: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _synonyms(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        strategy = data.pop("strategy", None)
+        checkpointing = data.pop("checkpointing", None)
+        check_choice(strategy, STRATEGIES, "--strategy")
+        if data.get("layout") is None:
+            world = int(data.get("devices_per_node", 1)) * int(data.get("nodes", 1))
+            data["layout"] = layout_for(world, strategy=strategy, checkpointing=bool(checkpointing))
+        return data
+
+    @model_validator(mode="after")
+    def _world(self) -> Config:
+        if self.layout.world != self.world:
+            raise UserError(
+                f"the layout tp·pp·cp·dp = {self.layout.world} is not the {self.world} devices "
+                f"({self.nodes} node{'s' * (self.nodes > 1)} × {self.devices_per_node})",
+                "make tp·pp·cp·dp equal the devices",
+            )
+        return self
+
     @property
     def world(self) -> int:
         return self.devices_per_node * self.nodes
+
+    def model_copy(self, *, update: dict | None = None, deep: bool = False) -> Config:
+        """A copy with `update` applied; changing the older words (strategy, checkpointing) or the device count
+        rebuilds the layout: the same tp, pp, vpp, cp and sequence parallelism, dp from the new device count."""
+        words = ("strategy", "checkpointing", "devices_per_node", "nodes")
+        if not update or not any(k in update for k in words):
+            return super().model_copy(update=update, deep=deep)
+        update = dict(update)
+        lay = self.layout
+        strategy = update.pop("strategy", None)
+        checkpointing = update.pop("checkpointing", None)
+        data = {k: getattr(self, k) for k in type(self).model_fields}
+        data.update(update)
+        recompute = lay.recompute
+        if checkpointing is not None:
+            recompute = "full" if checkpointing else ("none" if lay.recompute == "full" else lay.recompute)
+        world = data["devices_per_node"] * data["nodes"]
+        data["layout"] = layout_for(
+            world, lay.tp, lay.pp, lay.vpp, lay.cp, strategy or lay.strategy, recompute, lay.sequence_parallel
+        )
+        return Config(**data)
+
+    @computed_field
+    @property
+    def strategy(self) -> str:
+        return self.layout.strategy
+
+    @computed_field
+    @property
+    def checkpointing(self) -> bool:
+        return self.layout.checkpointing

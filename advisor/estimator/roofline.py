@@ -49,7 +49,7 @@ def effective_dtype(op_dtype: str, category: str, profiled: str, target: str) ->
         return "bf16"
     if op_dtype in ("bf16", "fp16") and target in ("fp32", "tf32"):
         return "fp32"
-    if op_dtype in ("bf16", "fp16") and target in ("bf16-mixed", "fp16-mixed"):
+    if op_dtype in ("bf16", "fp16") and target in ("bf16-mixed", "fp16-mixed", "fp8-mixed"):
         return COMPUTE_DTYPE[target]
     return op_dtype
 
@@ -92,6 +92,23 @@ CONV_OPS = (*CONV_FORWARD, "aten.convolution_backward")
 GEMM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.matmul", "aten.linear")
 
 
+def efficiency_source(eff: Efficiency, category: str, dtype: str, op: str | None = None) -> tuple:
+    """Where an op's compute η comes from: (constant η, None, None, None, 1), or (None, matmul curve by FLOPs
+    per call, convolution curve by FLOPs per byte that replaces it or None, cap by FLOPs per byte that the size
+    curve is held under or None, scale of the size curve). `compute_efficiency` evaluates it for one call; the
+    estimator's op tables (advisor/estimator/passes.py) for many at once."""
+    if op in eff.op_efficiency:
+        return eff.op_efficiency[op], None, None, None, 1.0
+    if category != "matrix":
+        return eff.vector, None, None, None, 1.0
+    curve = eff.matrix_by_dtype.get(dtype) or eff.matrix_by_dtype.get("fp32" if dtype == "tf32" else "") or eff.matrix
+    if op in CONV_OPS:
+        conv = (eff.conv_backward_by_intensity if op == "aten.convolution_backward" else None) or eff.conv_by_intensity
+        return None, curve, conv, None, 1.0 if conv else (eff.conv_scale or 1.0)
+    cap = eff.matmul_by_intensity if op in GEMM_OPS else None
+    return None, curve, None, cap, 1.0
+
+
 def compute_efficiency(
     eff: Efficiency,
     category: str,
@@ -108,24 +125,18 @@ def compute_efficiency(
     recurrent step) moves far more bytes per FLOP than a square one, and a convolution's efficiency follows
     its arithmetic intensity too (a depthwise 3x3 does 9 multiply-adds per element and is starved, a dense
     3x3 behaves like a GEMM). Where the profile has an intensity curve, η is the lower of the two."""
-    if op in eff.op_efficiency:
-        return eff.op_efficiency[op]
-    if category != "matrix":
-        return eff.vector
-    curve = eff.matrix_by_dtype.get(dtype) or eff.matrix_by_dtype.get("fp32" if dtype == "tf32" else "") or eff.matrix
+    constant, curve, conv, cap, scale = efficiency_source(eff, category, dtype, op)
+    if constant is not None:
+        return constant
     by_size = Efficiency.at(curve, flops_per_call)
     if bytes_per_call <= 0:
         return by_size
     intensity = flops_per_call / bytes_per_call
-    if op in CONV_OPS:
-        cap = eff.conv_backward_by_intensity if op == "aten.convolution_backward" else None
-        cap = cap or eff.conv_by_intensity
-        if cap:
-            return Efficiency.at(cap, intensity)
-        return by_size * (eff.conv_scale or 1.0)
-    elif eff.matmul_by_intensity and op in GEMM_OPS:
-        return min(by_size, Efficiency.at(eff.matmul_by_intensity, intensity))
-    return by_size
+    if conv:
+        return Efficiency.at(conv, intensity)
+    if cap:
+        return min(by_size, Efficiency.at(cap, intensity))
+    return by_size * scale
 
 
 def op_time(

@@ -9,8 +9,9 @@
 - evaluation: `eval_share` × the training time (--eval-share);
 - checkpoints: one write every `checkpoint_every_s` of training (--checkpoint-every; the last one at the end,
   at least one), each the trainable state (weights in their stored width plus the optimizer's state tensors)
-  over `checkpoint_bandwidth` per writing node: FSDP writes every node's shard in parallel, DDP writes from
-  one rank; training waits while it writes.
+  over `checkpoint_bandwidth` per writing node: a state split across the nodes (ZeRO or FSDP sharding, tensor
+  or pipeline parallelism) is written by every node in parallel, DDP writes from one rank; training waits
+  while it writes.
 
 All of it is billed: the nodes run throughout. The defaults and their sources are catalog data
 (`catalog/runtime.yaml`, `catalog/providers.yaml`).
@@ -160,7 +161,11 @@ def run_costs(
     every = rt.checkpoint_every_s if options.checkpoint_every_s is None else options.checkpoint_every_s
     count = max(1, math.ceil((train_s + eval_s) / every - 1e-9)) if every > 0 else 1
     state = checkpoint_bytes(profile, config.precision)
-    writers = config.nodes if config.strategy == "fsdp" else 1
+    # every node writes its own part when the state is split across them: a sharded optimizer (ZeRO, FSDP) or a
+    # model split by tensor or pipeline parallelism (distributed checkpoints); DDP replicas write from one rank
+    lay = config.layout
+    split = lay.sharding != "none" or lay.tp * lay.pp > 1
+    writers = config.nodes if split else 1
     write_s = state / (rt.checkpoint_bandwidth * writers)
     total = provisioning + setup + init + train_s + eval_s + count * write_s
     return RunCosts.model_construct(  # computed floats: no validation needed (thousands per recommendation)

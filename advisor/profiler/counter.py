@@ -3,7 +3,9 @@
 Per call it records FLOPs (registry formula), bytes read and written (from the tensors themselves), dtype,
 phase and the module it ran under (aggregation into records happens in profile.py). Alongside it tracks memory:
 live tensors (by storage, with weak references, so it works on meta too), the peak, and the tensors autograd
-saves for backward (deduplicated by storage).
+saves for backward (deduplicated by storage), each by where it was saved: before the repeated blocks, inside
+one, or after them, its module, its innermost dimension and whether it is an attention score (what the
+parallel layouts divide and selective recomputation drops).
 
 Module attribution: a global module pre/post hook keeps the stack of module paths in the forward pass; each
 forward op's autograd node is tagged with the path, and in backward the currently running node
@@ -45,6 +47,9 @@ GATHERS = {"aten.embedding", "aten.index_select", "aten.gather", "aten.index", "
 LAYOUT_OPS = {"aten.convolution", "aten.convolution_backward", "aten._convolution"}
 RNN_MODES = {"LSTM", "GRU", "RNN_TANH", "RNN_RELU"}
 FREE_OPS = {"aten._unsafe_view", "aten.lift_fresh", "aten.alias", "aten.detach", "aten._reshape_alias"}
+# Ops whose saved output, when its last two dimensions are equal, is an attention score matrix (probabilities
+# and their dropout mask): what selective recomputation of the attention core does not keep.
+SCORE_OPS = {"aten._softmax", "aten.softmax", "aten._safe_softmax", "aten.native_dropout", "aten._masked_softmax"}
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -86,6 +91,9 @@ class Memory:
     saved_outside_blocks: int = 0
     block_inputs: int = 0
     block_saved: dict[int, int] = field(default_factory=dict)
+    # saved bytes by (where: before|block|after, module pattern, innermost dimension, attention score?)
+    saved_by: dict[tuple[str, str, int, bool], int] = field(default_factory=dict)
+    block_input_width: int | None = None  # the innermost dimension of the first block's input (hidden size)
 
 
 class Counter(TorchDispatchMode):
@@ -112,6 +120,9 @@ class Counter(TorchDispatchMode):
         self._blocks = {id(b) for b in blocks}
         self._stack: list[str] = [""]
         self._block: int | None = None
+        self._blocks_started = False
+        self.where: dict[str, str] = {}  # module pattern -> before | block | after (its first forward call)
+        self._producer: dict[int, str] = {}  # storage -> the op that wrote it last
         self._nodes: dict = {}
         self._pending: list = []
         self._storages: dict[int, list[int]] = {}  # key -> [references, bytes]
@@ -163,7 +174,17 @@ class Counter(TorchDispatchMode):
             self._rnn(module, inputs)
         if id(module) in self._blocks and self._block is None:
             self._block = id(module)
-            self.mem.block_inputs += sum(span_bytes(t) for t in inputs if isinstance(t, torch.Tensor))
+            self._blocks_started = True
+            tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+            self.mem.block_inputs += sum(span_bytes(t) for t in tensors)
+            if self.mem.block_input_width is None and tensors and tensors[0].dim():
+                self.mem.block_input_width = int(tensors[0].shape[-1])
+        self.where.setdefault(self._stack[-1], self._position())
+
+    def _position(self) -> str:
+        if self._block is not None:
+            return "block"
+        return "after" if self._blocks_started else "before"
 
     def _rnn(self, module: torch.nn.RNNBase, inputs) -> None:
         """Note a recurrent layer's call: the device may run it as one fused kernel (cuDNN, oneDNN) instead of
@@ -206,6 +227,10 @@ class Counter(TorchDispatchMode):
             self.mem.saved_outside_blocks += nbytes
         else:
             self.mem.block_saved[self._block] = self.mem.block_saved.get(self._block, 0) + nbytes
+        width = int(t.shape[-1]) if t.dim() else 1
+        score = t.dim() >= 3 and t.shape[-1] == t.shape[-2] and self._producer.get(key) in SCORE_OPS
+        where = (self._position(), self._stack[-1], width, bool(score))
+        self.mem.saved_by[where] = self.mem.saved_by.get(where, 0) + nbytes
         return t
 
     # ---- memory ----
@@ -272,6 +297,8 @@ class Counter(TorchDispatchMode):
         for o in outs:
             written += o.numel() * o.element_size()
             self._track(o)
+            if self.phase == "forward":
+                self._producer[storage_key(o)] = info.name
         if info.name in GATHERS:
             read = written + sum(span_bytes(a) for a in args[1:] if isinstance(a, torch.Tensor))
         if not outs and info.name.startswith("aten._foreach") and args and isinstance(args[0], (list, tuple)):

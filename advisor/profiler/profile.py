@@ -19,6 +19,7 @@ from advisor.profiler.device import catalog_id, check_precision, cpu_name, nvml_
 from advisor.profiler.model_file import ModelFile, call_user
 from advisor.profiler.schema import (
     SCHEMA_VERSION,
+    ActivationParts,
     Linear,
     Memory,
     ModelSource,
@@ -29,6 +30,7 @@ from advisor.profiler.schema import (
     now_iso,
 )
 from advisor.profiler.step import StepResult, forward_loss, run_step
+from advisor.profiler.structure import derive_structure
 
 FIELDS = ("flops", "bytes_read", "bytes_written")
 NEG_TOLERANCE = 0.01  # a fixed part below -1 % of the value at the first batch size means "not linear"
@@ -167,6 +169,21 @@ def _rnns(a: StepResult, b: StepResult) -> list[RnnCall]:
     return records
 
 
+def saved_parts(r: StepResult, hidden: int | None) -> dict[str, float]:
+    """The step's saved tensors summed into the ActivationParts fields (see schema.ActivationParts)."""
+    parts = dict.fromkeys(ActivationParts.model_fields, 0.0)
+    for (where, _module, width, score), nbytes in r.saved_by.items():
+        if where == "before":
+            key = "before"
+        elif score:
+            key = "block_scores" if where == "block" else "after_sharded"
+        else:
+            key = f"{where}_{'replicated' if width == hidden else 'sharded'}"
+        parts[key] += nbytes
+    parts["block_inputs"] = float(r.block_input_bytes)
+    return parts
+
+
 def batch_points(batch_size: int) -> tuple[int, int]:
     return batch_size, 2 * batch_size
 
@@ -288,8 +305,15 @@ def profile_model(
     def temporary(r: StepResult) -> float:
         return max(0.0, r.peak_bytes - resident - r.activation_bytes)
 
+    parts = None
+    if first.parameter_parts:  # the model has repeated blocks
+        split = (saved_parts(first, first.hidden), saved_parts(second, first.hidden))
+        parts = ActivationParts(
+            **{k: _mem_fit(first, second, linear, lambda r, k=k: split[r is second][k]) for k in split[0]}
+        )
     memory = Memory(
         **{k: float(v) for k, v in fixed.items()},
+        activation_parts=parts,
         activation_bytes=_mem_fit(first, second, linear, lambda r: r.activation_bytes),
         checkpoint_bytes=_mem_fit(first, second, linear, lambda r: r.checkpoint_bytes),
         temporary_peak_bytes=_mem_fit(first, second, linear, temporary),
@@ -308,6 +332,9 @@ def profile_model(
             dev,
         )
     uncounted = sorted({o.op for o in ops if o.uncounted})
+    structure = derive_structure(
+        ops, batch_size, first.tokens_per_sample, first.hidden, first.parameter_parts, fitted=linear
+    )
     return Profile(
         schema_version=SCHEMA_VERSION,
         name=name or getattr(mf, "name", "") or mf.path.stem,
@@ -336,6 +363,7 @@ def profile_model(
         module_calls=first.module_calls,
         rnns=_rnns(first, second),
         timing=timing,
+        structure=structure,
         source=getattr(mf, "source", None) or ModelSource(kind="file", id=mf.path.name, config_sha256=mf.sha256),
         notes=notes,
     )

@@ -122,6 +122,41 @@ class NvmlInfo(Strict):
     driver_version: str | None = None
 
 
+class ActivationParts(Strict):
+    """The tensors saved for backward (`Memory.activation_bytes`) by where they were saved, for the parallel
+    layouts: before the repeated blocks (embeddings), inside them, after them (final norm, head, loss). Inside
+    and after, `replicated` are those whose innermost dimension is the hidden size (norm and residual inputs,
+    which tensor parallelism keeps whole unless sequence parallelism splits them), `sharded` the rest (heads,
+    the MLP's hidden, logits), `scores` the attention probabilities and dropout masks ([.., s, s]) that selective
+    recomputation drops. `block_inputs` are the blocks' inputs (what full recomputation keeps). Totals over
+    all blocks."""
+
+    before: Linear = Linear()
+    block_replicated: Linear = Linear()
+    block_sharded: Linear = Linear()
+    block_scores: Linear = Linear()
+    after_replicated: Linear = Linear()
+    after_sharded: Linear = Linear()
+    block_inputs: Linear = Linear()
+
+
+class Structure(Strict):
+    """What parallel layouts divide, derived from the profile's records (advisor/profiler/structure.py)."""
+
+    blocks: int = Field(ge=1, description="repeated blocks (transformer layers)")
+    block_module: str = Field(description="their module pattern, e.g. 'layers.*'")
+    hidden: int | None = Field(None, description="width of a block's input")
+    heads: int | None = None
+    kv_heads: int | None = None
+    seq_len: int | None = None
+    attention: str | None = Field(None, description="'fused' (one attention kernel), 'unfused' or None")
+    parameters: dict[str, int] = Field(
+        {},
+        description="parameters by where their module runs (before, block, after the blocks) and whether tensor "
+        "parallelism splits them (sharded: matrices; replicated: vectors), e.g. block_sharded",
+    )
+
+
 class Memory(Strict):
     parameter_bytes: NonNegative
     gradient_bytes: NonNegative
@@ -140,6 +175,7 @@ class Memory(Strict):
     )
     measured_peak_bytes: NonNegative | None = Field(None, description="torch.cuda.max_memory_allocated (CUDA only)")
     nvml: NvmlInfo | None = None
+    activation_parts: ActivationParts | None = Field(None, description="activation_bytes by where it was saved")
 
 
 class Timing(Strict):
@@ -215,6 +251,7 @@ class Profile(Strict):
     )
     rnns: list[RnnCall] = Field([], description="recurrent layers, for devices that run them as fused kernels")
     timing: Timing | None = None
+    structure: Structure | None = Field(None, description="repeated blocks, hidden size, attention heads")
     source: ModelSource | None = Field(None, description="what the model was built from (newer profiles)")
     notes: list[str] = []
 

@@ -39,6 +39,10 @@ class StepResult:
     tokens_per_sample: int | None
     optimizer: str
     notes: list[str] = field(default_factory=list)
+    saved_by: dict[tuple[str, str, int, bool], int] = field(default_factory=dict)
+    block_input_bytes: int = 0
+    hidden: int | None = None
+    parameter_parts: dict[str, int] = field(default_factory=dict)
     model: Any = None
     batch: Any = None
     opt: Any = None
@@ -186,6 +190,24 @@ def build(mf: ModelFile, device: str, batch_size: int, precision: str, optimizer
     return model, batch, opt, name
 
 
+def parameter_parts(model: torch.nn.Module, where: dict[str, str]) -> dict[str, int]:
+    """Parameters by where their module first ran (before, inside or after the repeated blocks) and whether a
+    tensor-parallel layout splits them: matrices (linear and embedding weights) are split, vectors (norms,
+    biases) replicated. Modules that never ran count as before the blocks."""
+    from advisor.profiler.counter import pattern
+
+    parts: dict[str, int] = {}
+    seen: set[int] = set()
+    for name, module in model.named_modules():
+        for p in module.parameters(recurse=False):
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            key = f"{where.get(pattern(name), 'before')}_{'sharded' if p.dim() >= 2 else 'replicated'}"
+            parts[key] = parts.get(key, 0) + p.numel()
+    return parts
+
+
 def _unique_bytes(tensors) -> int:
     seen, total = set(), 0
     for t in tensors:
@@ -265,6 +287,10 @@ def run_step(
         tokens_per_sample=tokens_per_sample(counter.keys, counter.calls, batch_size, ints),
         optimizer=opt_name,
         notes=notes,
+        saved_by=dict(mem.saved_by),
+        block_input_bytes=mem.block_inputs,
+        hidden=mem.block_input_width,
+        parameter_parts=parameter_parts(model, counter.where) if blocks else {},
         model=model,
         batch=batch,
         opt=opt,

@@ -1,11 +1,12 @@
-"""Candidate configurations: every catalog instance × node count × precision × strategy × checkpointing.
+"""Candidate configurations: every catalog instance × precision × node count × parallel layout.
 
 Node counts are 1, 2, 4, … up to the instance's `max_nodes` and the --max-devices cap. Owned machines
 (on-prem, at amortized prices) take part only when --providers names their provider; devices marked
 `training: false` in the catalog (inference chips) never do. Both are counted as rejections. A node always uses
 all of its instance's devices (a CPU instance counts as one device, as `advisor estimate` does): one pays
-for the whole instance anyway. One device runs `single`; several run DDP or FSDP. Spot and on-demand share
-one estimate and differ only in price, so pricing is applied after estimating (see rank.py).
+for the whole instance anyway. The layouts of each (instance, precision) are enumerated and evaluated
+together by the layout search (advisor/estimator/search.py). Spot and on-demand share one estimate and
+differ only in price, so pricing is applied after estimating (see rank.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from advisor.catalog.schema import Catalog, Device, Instance
 from advisor.errors import UserError
-from advisor.vocab import COMPUTE_DTYPE, DEVICE_KINDS, PRECISIONS
+from advisor.vocab import BLOCK_MATMUL_DTYPE, COMPUTE_DTYPE, DEVICE_KINDS, PRECISIONS
 
 # Without --precision: fp32, tf32 where the device has it, and one 16-bit mixed precision (bf16-mixed, or
 # fp16-mixed on devices without bf16; both run at the same rate, so listing both would only duplicate).
@@ -41,21 +42,17 @@ OWNED = "owned hardware (not rented; ask with --providers)"
 
 @dataclass(frozen=True)
 class Candidate:
+    """One instance and precision, with the node counts its layouts are searched on."""
+
     instance: Instance
     device: Device
-    nodes: int
     per_node: int
     precision: str
-    strategy: str
-    checkpointing: bool
+    counts: tuple[int, ...]
 
-    @property
-    def world(self) -> int:
-        return self.per_node * self.nodes
-
-    def label(self) -> str:
-        ckpt = ", ckpt" if self.checkpointing else ""
-        return f"{self.instance.id} ({self.nodes}×{self.per_node}, {self.precision}, {self.strategy}{ckpt})"
+    def label(self, nodes: int | None = None, layout: str = "") -> str:
+        where = f"{nodes}×{self.per_node}" if nodes else f"{self.per_node} per node"
+        return f"{self.instance.id} ({where}, {self.precision}{', ' + layout if layout else ''})"
 
 
 def is_owned(catalog: Catalog, instance: Instance) -> bool:
@@ -131,8 +128,11 @@ def resolve_precisions(wanted: list[str]) -> list[str]:
 
 
 def precision_supported(device: Device, precision: str) -> bool:
-    """Whether the device computes in the precision's dtype. tf32 on a device without it would run as fp32,
-    a duplicate of the fp32 candidate, so it is not supported here."""
+    """Whether the device computes in the precision's dtype (and fp8-mixed's FP8 matmuls). tf32 on a device
+    without it would run as fp32, a duplicate of the fp32 candidate, so it is not supported here."""
+    block = BLOCK_MATMUL_DTYPE.get(precision)
+    if block and not device.matrix_flops.get(block):
+        return False
     return COMPUTE_DTYPE[precision] in device.dtypes()
 
 
@@ -144,15 +144,14 @@ def enumerate_candidates(
     providers: list[str] | None = None,
     devices: list[str] | None = None,
 ) -> Iterator[Candidate]:
-    """Every candidate that passes the filters; `rejected(reason, label, configurations)` is told about the
-    others (an instance filtered out counts as all the configurations it would have had)."""
+    """Every (instance, precision) that passes the filters; `rejected(reason, label, configurations)` is told
+    about the others (an instance filtered out counts as one configuration per node count and precision)."""
     for instance in catalog.instances.values():
         device = catalog.devices[instance.device]
         wanted = precisions or default_precisions(device)
         per_node = devices_per_node(instance, device)
         counts = node_counts(instance, per_node, max_devices)
-        # configurations of one precision: one strategy on one device, DDP and FSDP otherwise; × checkpointing
-        per_precision = 2 * sum(1 if per_node * n == 1 else 2 for n in counts)
+        per_precision = max(len(counts), 1)
         if providers and instance.provider not in providers:
             rejected("provider filter", instance.id, per_precision * len(wanted))
             continue
@@ -173,8 +172,4 @@ def enumerate_candidates(
                 missing = f"{instance.id} ({device.id} has no {COMPUTE_DTYPE[precision]})"
                 rejected("precision unsupported", missing, per_precision)
                 continue
-            for nodes in counts:
-                strategies = ("single",) if per_node * nodes == 1 else ("ddp", "fsdp")
-                for strategy in strategies:
-                    for checkpointing in (False, True):
-                        yield Candidate(instance, device, nodes, per_node, precision, strategy, checkpointing)
+            yield Candidate(instance, device, per_node, precision, tuple(counts))

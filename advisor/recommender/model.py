@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.profiler.schema import Count, Finite, NonNegative
-from advisor.vocab import DeviceKind, Precision, Strategy
+from advisor.vocab import DeviceKind, Precision, Recompute, Sharding, Strategy
 
 Positive = Annotated[float, Field(gt=0, le=1e30, allow_inf_nan=False)]
 Whole = Annotated[int, Field(ge=1, le=10**9)]
@@ -50,8 +50,16 @@ class Option(BaseModel):
     devices_per_node: Whole
     devices: Whole
     precision: Precision
-    strategy: Strategy
-    checkpointing: bool
+    strategy: Strategy = Field(description="how the data-parallel replicas shard: single, ddp, zero1, zero2, fsdp")
+    checkpointing: bool = Field(description="full recomputation")
+    tp: Whole = 1
+    pp: Whole = 1
+    vpp: Whole = 1
+    cp: Whole = 1
+    dp: Whole = 1
+    sharding: Sharding = "none"
+    sequence_parallel: bool = False
+    recompute: Recompute = "none"
     pricing: Literal["on-demand", "spot"]
     step_time_s: NonNegative
     total_time_s: NonNegative = Field(description="the whole run: start-up, steps, evaluation and checkpoints")
@@ -77,14 +85,31 @@ class Option(BaseModel):
     meets_deadline: bool = True
     within_budget: bool = True
 
+    def layout(self):
+        from advisor.estimator.layout import Layout
+
+        return Layout(
+            tp=self.tp,
+            pp=self.pp,
+            vpp=self.vpp,
+            cp=self.cp,
+            dp=self.dp,
+            sharding=self.sharding,
+            sequence_parallel=self.sequence_parallel,
+            recompute=self.recompute,
+        )
+
     def label(self) -> str:
-        layout = f"{self.nodes}×{self.devices_per_node} {self.device}"
-        ckpt = ", ckpt" if self.checkpointing else ""
-        return f"{self.instance} ({layout}, {self.precision}, {self.strategy}{ckpt}, {self.pricing})"
+        where = f"{self.nodes}×{self.devices_per_node} {self.device}"
+        return f"{self.instance} ({where}, {self.precision}, {Option.layout(self).label()}, {self.pricing})"
 
 
 def _row_label(self) -> str:
     return Option.label(self)  # type: ignore[arg-type]
+
+
+def _row_layout(self):
+    return Option.layout(self)  # type: ignore[arg-type]
 
 
 def _to_option(self) -> Option:
@@ -99,7 +124,7 @@ Row = dataclasses.make_dataclass(
     "Row",
     [(name, Any) for name in OPTION_FIELDS],
     slots=True,
-    namespace={"label": _row_label, "to_option": _to_option},
+    namespace={"label": _row_label, "layout": _row_layout, "to_option": _to_option},
 )
 
 

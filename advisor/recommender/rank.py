@@ -1,5 +1,10 @@
 """Estimate every candidate, drop the infeasible ones with their reason, rank the rest, mark the Pareto front.
 
+Each instance and precision is handed to the layout search (advisor/estimator/search.py), which evaluates
+every valid parallel layout on each node count at once; for a given instance and node count the fastest
+layout that fits is also the cheapest (the price is per node-hour), so it is the one option kept, and the
+others are counted as rejected ("memory" for those that do not fit, "slower layout" for the rest).
+
 Ranking: with a deadline, the cheapest option that meets it; with a budget, the fastest within it; with
 both, the options meeting both ordered by --objective (cost unless asked otherwise); with neither, by
 --objective. Ties are broken by the other objective, then by fewer devices and the instance id, so the
@@ -11,16 +16,20 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from advisor import units
 from advisor.catalog.schema import Catalog
 from advisor.errors import UserError
-from advisor.estimator.batch import resolve_global_batch, too_many_replicas
+from advisor.estimator.bands import band_for, workload_kind
+from advisor.estimator.batch import resolve_global_batch
 from advisor.estimator.config import Config, Workload
-from advisor.estimator.estimate import billed_cost, estimate
-from advisor.estimator.runtime import RunOptions
+from advisor.estimator.estimate import billed_cost, estimate, host_share, scaled_device, steps_for
+from advisor.estimator.runtime import RunOptions, input_pipeline, run_costs, runtime_of
+from advisor.estimator.search import Found, best, search_many
+from advisor.estimator.setup import setup_for
 from advisor.recommender.candidates import Candidate, enumerate_candidates, is_owned
 from advisor.recommender.explain import explain
-from advisor.recommender.fastpath import too_big
 from advisor.recommender.model import Constraints, Option, Question, Recommendation, Rejections, Row
 
 if TYPE_CHECKING:
@@ -46,10 +55,13 @@ def mark_pareto(options: list[Option]) -> list[Option]:
     return front
 
 
-def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constraints: Constraints, owned: bool) -> Row:
-    m = est.memory
+def _row(cand: Candidate, found: Found, i: int, costs: dict, pricing: str, hourly: float, cost: float, cap,
+         constraints: Constraints, owned: bool, band: float | None):  # fmt: skip
+    nodes = int(found.nodes[i])
+    layout = found.layout(i)
     inst = cand.instance
-    run = est.run
+    total = costs["total_s"]
+    memory = float(found.memory[i])
     return Row(
         rank=None,
         provider=inst.provider,
@@ -58,37 +70,77 @@ def _row(cand: Candidate, est, pricing: str, hourly: float, cost: float, constra
         region=inst.pricing.regions[0],
         device=cand.device.id,
         device_kind=cand.device.kind,
-        nodes=cand.nodes,
+        nodes=nodes,
         devices_per_node=cand.per_node,
-        devices=cand.world,
+        devices=nodes * cand.per_node,
         precision=cand.precision,
-        strategy=est.config.strategy,
-        checkpointing=cand.checkpointing,
+        strategy=layout.strategy,
+        checkpointing=layout.checkpointing,
+        tp=layout.tp,
+        pp=layout.pp,
+        vpp=layout.vpp,
+        cp=layout.cp,
+        dp=layout.dp,
+        sharding=layout.sharding,
+        sequence_parallel=layout.sequence_parallel,
+        recompute=layout.recompute,
         pricing=pricing,
-        step_time_s=est.step_time_s,
-        total_time_s=est.total_time_s,
-        startup_s=run.startup_s,
-        checkpoint_s=run.checkpoint_s,
-        eval_s=run.eval_s,
-        input_bound=est.input is not None and est.input.wait_s > 0,
+        step_time_s=costs["step_s"],
+        total_time_s=total,
+        startup_s=costs["startup_s"],
+        checkpoint_s=costs["checkpoint_s"],
+        eval_s=costs["eval_s"],
+        input_bound=costs["input_bound"],
         owned=owned,
         price_as_of=inst.as_of.isoformat(),
         cost_usd=cost,
-        usd_per_hour=hourly * cand.nodes,
-        steps=est.steps,
-        micro_batch=est.micro_batch,
-        accumulation=est.accumulation,
-        global_batch=est.global_batch,
-        global_batch_reason=est.global_batch_reason,
-        mfu=est.mfu,
-        memory_bytes=m.total_bytes,
-        memory_capacity_bytes=m.capacity_bytes,
-        memory_headroom_bytes=m.headroom_bytes,
-        error_band=est.error_band,
+        usd_per_hour=hourly * nodes,
+        steps=costs["steps"],
+        micro_batch=int(found.micro[i]),
+        accumulation=int(found.m[i]),
+        global_batch=int(found.micro[i] * found.m[i] * found.dp[i]),
+        global_batch_reason=None,
+        mfu=float(found.mfu[i]) * float(found.step[i]) / costs["step_s"],
+        memory_bytes=memory,
+        memory_capacity_bytes=cap,
+        memory_headroom_bytes=None if cap is None else cap - memory,
+        error_band=band,
         pareto=False,
-        meets_deadline=constraints.deadline_s is None or est.total_time_s <= constraints.deadline_s,
+        meets_deadline=constraints.deadline_s is None or total <= constraints.deadline_s,
         within_budget=constraints.budget_usd is None or cost <= constraints.budget_usd,
     )
+
+
+def run_of(profile: Profile, catalog: Catalog, cand: Candidate, setup, found: Found, i: int, workload: Workload,
+           run: RunOptions) -> dict:  # fmt: skip
+    """The whole run of one searched layout as estimate() prices it: the step plus what the host's input
+    pipeline makes it wait, the steps, and start-up, evaluation and checkpoints (advisor/estimator/runtime.py)."""
+    nodes = int(found.nodes[i])
+    global_batch = int(found.micro[i] * found.m[i] * found.dp[i])
+    config = Config(
+        device=cand.device.id,
+        instance=cand.instance.id,
+        devices_per_node=cand.per_node,
+        nodes=nodes,
+        precision=cand.precision,
+        layout=found.layout(i),
+        micro_batch=int(found.micro[i]),
+        global_batch=global_batch,
+    )
+    step = float(found.step[i])
+    feed = input_pipeline(profile, runtime_of(catalog), setup.device, cand.instance, config, global_batch, step)
+    wait = feed.wait_s if feed is not None else 0.0
+    steps = steps_for(profile, workload, global_batch)
+    costs = run_costs(profile, catalog, setup.device, cand.instance, config, steps * (step + wait), run)
+    return {
+        "step_s": step + wait,
+        "steps": steps,
+        "total_s": costs.total_s,
+        "startup_s": costs.startup_s,
+        "checkpoint_s": costs.checkpoint_s,
+        "eval_s": costs.eval_s,
+        "input_bound": wait > 0,
+    }
 
 
 def check_workload(profile: Profile, workload: Workload) -> None:
@@ -105,9 +157,9 @@ def check_workload(profile: Profile, workload: Workload) -> None:
 
 
 def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints: Constraints):
-    """(feasible options, rejections, candidates estimated, assumptions by device, closest memory miss).
+    """(feasible options, rejections, layouts evaluated, closest memory miss).
 
-    Every candidate (configuration × pricing) ends up either feasible or counted once under one reason."""
+    Every candidate (layout × pricing) ends up either feasible or counted once under one reason."""
     rejections = Rejections()
     pricings = ["on-demand", "spot"] if constraints.pricing == "both" else [constraints.pricing]
     weight = len(pricings)
@@ -118,11 +170,8 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
     gb = resolve_global_batch(profile, constraints.global_batch)
     run = RunOptions(checkpoint_every_s=constraints.checkpoint_every_s, eval_share=constraints.eval_share)
     cache: dict = {}
-    fits: dict = {}
-    feasible: list[Row] = []
-    notes: dict[str, dict[str, None]] = {}
-    estimated = 0
-    closest = None  # the memory-rejected configuration that came nearest to fitting
+    cands: list[Candidate] = []
+    setups, counts = [], []
     for cand in enumerate_candidates(
         catalog,
         constraints.precisions or None,
@@ -131,55 +180,89 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
         constraints.providers,
         constraints.devices,
     ):
-        if too_many_replicas(gb.samples, cand.world):
-            rejected(
-                "more replicas than the global batch", f"{cand.label()}: {cand.world} devices, {gb.samples} samples"
-            )
-            continue
-        config = Config(
-            device=cand.device.id,
-            instance=cand.instance.id,
-            devices_per_node=cand.per_node,
-            nodes=cand.nodes,
-            precision=cand.precision,
-            strategy=cand.strategy,
-            checkpointing=cand.checkpointing,
-            global_batch=gb.samples,
-        )
+        inst = cand.instance
+        device = scaled_device(cand.device, host_share(cand.device, inst))
         try:
-            eff = catalog.efficiency[cand.device.efficiency]
-            overflow = too_big(profile, config, cand.device, eff, fits)
-            est = None if overflow is not None else estimate(profile, catalog, config, workload, cache, run)
+            eff = catalog.efficiency[device.efficiency]
+            setups.append(setup_for(profile, device, eff, inst, cand.precision, cand.per_node, 1, cache))
         except (UserError, ValueError) as exc:
-            rejected("cannot estimate", f"{cand.label()}: {exc}")
+            rejected("cannot estimate", f"{cand.label()}: {exc}", len(cand.counts))
             continue
-        mem = overflow or est.memory
-        if est is not None:
-            estimated += 1
-            seen = notes.setdefault(cand.device.id, {})
-            for line in est.assumptions:
-                seen.setdefault(line, None)
-        if not mem.fits:
-            over = mem.total_bytes / mem.capacity_bytes if mem.capacity_bytes else float("inf")
-            if closest is None or over < closest[0]:
-                closest = (over, cand.label(), mem.total_bytes, mem.capacity_bytes)
-            rejected(
-                "memory",
-                f"{cand.label()}: needs {units.fmt_bytes(mem.total_bytes)} per device of "
-                f"{units.fmt_bytes(mem.capacity_bytes or 0)}",
-            )
-            continue
-        for pricing in pricings:
-            spot = pricing == "spot"
-            hourly = cand.instance.hourly_usd(spot=spot)
-            if hourly is None:
-                rejections.add(f"no {pricing} price", cand.instance.id)
+        cands.append(cand)
+        counts.append([n for n in cand.counts if n == 1 or inst.network is not None])
+    if not setups:
+        return [], rejections, 0, None
+    found = search_many(setups, counts, gb.samples, cache)
+    kind = workload_kind(profile)
+    winners = best(found)
+    group = found.setup * (1 << 20) + found.nodes
+    keys, index, sizes = np.unique(group, return_inverse=True, return_counts=True)
+    fitting = np.bincount(index, weights=found.fits, minlength=len(keys)).astype(int)
+    missing = np.where(found.fits, np.inf, found.memory)
+    least = np.full(len(keys), np.inf)
+    np.minimum.at(least, index, missing)
+    where = {int(key): g for g, key in enumerate(keys)}
+    closest = None
+    feasible: list[Row] = []
+    for k, (cand, setup) in enumerate(zip(cands, setups, strict=True)):
+        owned = is_owned(catalog, cand.instance)
+        for nodes in counts[k]:
+            label = cand.label(nodes)
+            g = where.get(k * (1 << 20) + nodes)
+            if g is None:  # no layout of these devices divides the global batch, or the model's dimensions
+                world = nodes * cand.per_node
+                if world > gb.samples and setup.structure is None:
+                    rejected("more replicas than the global batch", f"{label}: {world} devices, {gb.samples} samples")
+                else:
+                    rejected("no valid layout", f"{label}: global batch {gb.samples}")
                 continue
-            cost = est.cost_usd if not spot and est.cost_usd is not None else None
-            if cost is None:
-                cost = billed_cost(est.total_time_s, hourly, cand.nodes, cand.instance)
-            feasible.append(_row(cand, est, pricing, hourly, cost, constraints, is_owned(catalog, cand.instance)))
-    return feasible, rejections, estimated, notes, closest
+            cap = setup.capacity
+            if sizes[g] > fitting[g]:
+                need = float(least[g])
+                if (k, nodes) not in winners:
+                    over = need / cap if cap else float("inf")
+                    if closest is None or over < closest[0]:
+                        closest = (over, label, need, cap)
+                rejected(
+                    "memory",
+                    f"{label}: needs {units.fmt_bytes(need)} per device of {units.fmt_bytes(cap or 0)}",
+                    int(sizes[g] - fitting[g]),
+                )
+            if (k, nodes) not in winners:
+                continue
+            i = winners[(k, nodes)]
+            if fitting[g] > 1:
+                rejected("slower layout", label, int(fitting[g] - 1))
+            costs = run_of(profile, catalog, cand, setup, found, i, workload, run)
+            band = band_for(catalog, cand.device, catalog.efficiency[cand.device.efficiency], profile, kind)[0]
+            inst = cand.instance
+            for pricing in pricings:
+                hourly = inst.hourly_usd(spot=pricing == "spot")
+                if hourly is None:
+                    rejections.add(f"no {pricing} price", inst.id)
+                    continue
+                cost = billed_cost(costs["total_s"], hourly, nodes, inst)
+                feasible.append(_row(cand, found, i, costs, pricing, hourly, cost, cap, constraints, owned, band))
+    return feasible, rejections, found.layouts, closest
+
+
+def assumptions_for(profile: Profile, catalog: Catalog, options, workload: Workload) -> list[str]:  # noqa: D103
+    """What the estimate of each shown option assumes: `estimate()` itself, on the option's layout."""
+    seen: dict[str, None] = {}
+    for o in options:
+        config = Config(
+            device=o.device,
+            instance=o.instance,
+            devices_per_node=o.devices_per_node,
+            nodes=o.nodes,
+            precision=o.precision,
+            layout=o.layout(),
+            micro_batch=o.micro_batch,
+            global_batch=o.global_batch,
+        )
+        for line in estimate(profile, catalog, config, workload).assumptions:
+            seen.setdefault(line, None)
+    return list(seen)
 
 
 def recommend(
@@ -190,7 +273,7 @@ def recommend(
     check_workload(profile, workload)
     if top < 1:
         raise UserError(f"--top must be at least 1, got {top}")
-    feasible, rejections, estimated, notes, closest = evaluate(profile, catalog, workload, constraints)
+    feasible, rejections, estimated, closest = evaluate(profile, catalog, workload, constraints)
     front = mark_pareto(feasible)
     qualifying = []
     for option in feasible:
@@ -206,10 +289,8 @@ def recommend(
     shown = [row.to_option() for row in qualifying[:top]]
     front = [row.to_option() for row in front]
     explanation = None if qualifying else explain(feasible, constraints, rejections, closest)
-    devices = {o.device for o in (*shown, *front)}
-    if explanation:
-        devices |= {o.device for o in (explanation.fastest, explanation.cheapest) if o is not None}
-    assumptions = list(dict.fromkeys(line for d in sorted(devices) for line in notes.get(d, {})))
+    described = shown[:1] or [o for o in (explanation.fastest, explanation.cheapest) if o is not None][:1]
+    assumptions = assumptions_for(profile, catalog, described, workload)
     oldest, newest = catalog.as_of_range()
     gb = resolve_global_batch(profile, constraints.global_batch)
     return Recommendation(

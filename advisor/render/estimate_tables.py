@@ -15,9 +15,36 @@ def _pct(part: float, whole: float) -> str:
 
 # What an estimate that does not fit must not show as achievable (JSON/YAML get null).
 UNACHIEVABLE = (
-    "step_time_s", "phases", "compute_s", "memory_bound_s", "overhead_s", "comm", "samples_per_s", "mfu",
-    "scaling_efficiency", "input", "run", "total_time_s", "node_usd_per_hour", "cost_usd", "error_band",
+    "step_time_s", "parts", "phases", "compute_s", "memory_bound_s", "overhead_s", "comm", "comm_by_dim",
+    "samples_per_s", "mfu", "scaling_efficiency", "input", "run", "total_time_s", "node_usd_per_hour", "cost_usd",
+    "error_band",
 )  # fmt: skip
+PART_LABELS = {
+    "forward": "forward",
+    "backward": "backward",
+    "recompute": "recompute",
+    "tp": "TP communication (exposed)",
+    "cp": "CP communication (exposed)",
+    "bubble": "pipeline bubble",
+    "pp": "PP sends (exposed)",
+    "dp": "DP communication (exposed)",
+    "optimizer": "optimizer",
+    "input": "input pipeline (waiting)",
+}
+
+
+def layout_line(est: Estimate) -> str:
+    lay, c = est.layout, est.config
+    bits = [f"tp {lay.tp} × pp {lay.pp} × cp {lay.cp} × dp {lay.dp} = {c.world} devices"]
+    if lay.vpp > 1:
+        bits.append(f"{lay.vpp} interleaved chunks per stage")
+    bits.append(f"sharding {lay.sharding}")
+    if lay.sequence_parallel:
+        bits.append("sequence parallel")
+    bits.append(f"recompute {lay.recompute}")
+    if lay.pp > 1:
+        bits.append(f"stages hold {'/'.join(map(str, est.stage_blocks))} blocks")
+    return f"layout [bold]{lay.label()}[/bold]: " + "; ".join(bits)
 
 
 def estimate_view(est: Estimate) -> dict:
@@ -34,13 +61,10 @@ def _header(est: Estimate, profile_name: str) -> None:
     c = est.config
     where = est.instance or est.device
     layout = f"{c.nodes} node{'s' * (c.nodes > 1)} × {c.devices_per_node} {est.device}"
+    console.print(f"[bold]{profile_name}[/bold] on [bold]{where}[/bold] ({layout}), {c.precision}", soft_wrap=True)
+    console.print(layout_line(est))
     console.print(
-        f"[bold]{profile_name}[/bold] on [bold]{where}[/bold] ({layout}), {c.precision}, {c.strategy}"
-        f"{', activation checkpointing' if c.checkpointing else ''}",
-        soft_wrap=True,
-    )
-    console.print(
-        f"micro-batch {est.micro_batch} × accumulation {est.accumulation} × {c.world} devices "
+        f"micro-batch {est.micro_batch} × accumulation {est.accumulation} × {est.layout.dp} replicas "
         f"= global batch {est.global_batch:,} ({est.global_batch_source})",
         soft_wrap=True,
     )
@@ -72,40 +96,50 @@ def _memory_table(est: Estimate) -> None:
 
 
 def _step_table(est: Estimate) -> None:
-    step = Table(title="step time", title_justify="left")
-    for col in ("part", "time", "share", "bound"):
-        step.add_column(col, justify="left" if col in ("part", "bound") else "right", overflow="fold")
-    for name, phase in est.phases.items():
-        reps = est.accumulation if name != "optimizer" else 1
-        step.add_row(
-            name, units.fmt_duration(phase.seconds * reps), _pct(phase.seconds * reps, est.step_time_s), phase.bound
-        )
-    comm = est.comm
-    if comm.total_s > 0:
-        hidden = _pct(comm.total_s - comm.exposed_s, comm.total_s)
-        step.add_row(
-            "communication (exposed)",
-            units.fmt_duration(comm.exposed_s),
-            _pct(comm.exposed_s, est.step_time_s),
-            f"{comm.bound}; {units.fmt_duration(comm.total_s)} in all, {hidden} hidden",
-        )
-    if est.input is not None and est.input.wait_s > 0:
-        step.add_row(
-            "input pipeline (waiting)",
-            units.fmt_duration(est.input.wait_s),
-            _pct(est.input.wait_s, est.step_time_s),
-            f"host: {est.input.samples_per_s:,.0f} images/s on {est.input.vcpus_per_node} vCPUs per node",
-        )
+    title = "step time" + (" (the slowest pipeline stage)" if est.layout.pp > 1 else "")
+    step = Table(title=title, title_justify="left")
+    for col in ("part", "time", "share", "what bounds it"):
+        step.add_column(col, justify="left" if col in ("part", "what bounds it") else "right", overflow="fold")
+    for name, seconds in est.parts.items():
+        if seconds <= 0 and name not in ("forward", "backward", "optimizer"):
+            continue
+        note = ""
+        if name in est.phases:
+            note = est.phases[name].bound
+        elif name in est.comm_by_dim:
+            d = est.comm_by_dim[name]
+            note = f"{d.fabric}; {units.fmt_duration(d.total_s)} in all"
+        elif name == "bubble":
+            lay = est.layout
+            note = f"(pp−1)/(v·m) = {lay.pp - 1}/({lay.vpp}·{est.accumulation}) of the busy time"
+        elif name == "input" and est.input is not None:
+            note = f"host: {est.input.samples_per_s:,.0f} images/s on {est.input.vcpus_per_node} vCPUs per node"
+        step.add_row(PART_LABELS[name], units.fmt_duration(seconds), _pct(seconds, est.step_time_s), note)
     step.add_row("[bold]step[/bold]", f"[bold]{units.fmt_duration(est.step_time_s)}[/bold]", "100 %", "")
     console.print(step)
     if est.error_band is not None:
         console.print(f"expected error {est.error_basis}", soft_wrap=True)
+    comm = est.comm
     console.print(
         f"of which compute-bound {units.fmt_duration(est.compute_s)}, memory-bound "
         f"{units.fmt_duration(est.memory_bound_s)}, per-op overhead {units.fmt_duration(est.overhead_s)}, "
         f"exposed communication {units.fmt_duration(comm.exposed_s)}",
         soft_wrap=True,
     )
+    active = {k: d for k, d in est.comm_by_dim.items() if d.total_s > 0}
+    if active:
+        table = Table(title="communication per step and device", title_justify="left")
+        for col in ("dimension", "total", "exposed", "bytes", "fabric"):
+            table.add_column(col, justify="left" if col in ("dimension", "fabric") else "right")
+        for k, d in active.items():
+            table.add_row(
+                k.upper(),
+                units.fmt_duration(d.total_s),
+                units.fmt_duration(d.exposed_s),
+                units.fmt_bytes(d.bytes_per_step),
+                d.fabric,
+            )
+        console.print(table)
     console.print(
         f"MFU {100 * est.mfu:.1f} %; {est.samples_per_s:,.1f} samples/s; "
         f"scaling efficiency {100 * est.scaling_efficiency:.0f} %"
@@ -174,3 +208,32 @@ def print_estimate(est: Estimate, profile_name: str) -> None:
     console.print("assumptions:")
     for item in est.assumptions:
         console.print(f"  - {item}", overflow="fold")
+
+
+def print_search(result, profile_name: str) -> None:
+    """`estimate --search`: the ranked layouts, then the best one in full."""
+    console.print(
+        f"[bold]{profile_name}[/bold] on [bold]{result.hardware}[/bold] ({result.nodes} node"
+        f"{'s' * (result.nodes > 1)}, {result.devices} devices), {result.precision}: {result.evaluated:,} layouts "
+        f"evaluated, {result.fitting:,} fit ({result.elapsed_s:.2f} s)"
+    )
+    if not result.layouts:
+        console.print("[red]no layout fits in memory[/red]: more devices, or a smaller micro-batch in the model file")
+        return
+    table = Table(title=f"the {len(result.layouts)} fastest layouts that fit", title_justify="left")
+    for col in ("#", "layout", "micro × accum", "global", "step", "MFU", "memory"):
+        table.add_column(col, justify="left" if col == "layout" else "right")
+    for row in result.layouts:
+        table.add_row(
+            str(row.rank),
+            row.label,
+            f"{row.micro_batch} × {row.accumulation}",
+            f"{row.global_batch:,}",
+            units.fmt_duration(row.step_time_s),
+            f"{100 * row.mfu:.1f} %",
+            units.fmt_bytes(row.memory_bytes),
+        )
+    console.print(table)
+    if result.best is not None:
+        console.print("the best one in full:")
+        print_estimate(result.best, profile_name)

@@ -16,7 +16,7 @@ OPTION_COLUMNS = (
     Col("instance", wrap=True),
     Col("region", priority=7),
     Col("nodes × devices"),
-    Col("precision, strategy", priority=1, wrap=True),
+    Col("precision, layout", priority=1, wrap=True),
     Col("micro × accum", priority=8, right=True),
     Col("step", priority=2, right=True, keep=True),
     Col("fixed", priority=6, right=True, keep=True),
@@ -39,9 +39,10 @@ def instance_label(option) -> str:
 
 
 def setup_cell(o) -> str:
-    """Precision and strategy, with activation checkpointing ('act. ckpt') and spot pricing when used."""
-    extras = (["act. ckpt"] if o.checkpointing else []) + (["spot"] if o.pricing == "spot" else [])
-    return ", ".join([o.precision, o.strategy, *extras])
+    """Precision and the parallel layout ('TP8 PP2 DP4 zero1 SP full': full is activation recomputation), with
+    spot pricing when used."""
+    extras = ["spot"] if o.pricing == "spot" else []
+    return ", ".join([o.precision, o.layout().label(), *extras])
 
 
 def cost_cell(option) -> str:
@@ -161,7 +162,7 @@ def print_recommendation(rec, wide: bool = False) -> None:
 COMPARE_COLUMNS = (
     Col("kind", keep=True),
     Col("best", wrap=True),
-    Col("nodes × devices", priority=2),
+    Col("nodes × devices, layout", priority=2, wrap=True),
     Col("precision", priority=5),
     Col("total time", right=True, keep=True),
     Col("cost", right=True, keep=True),
@@ -190,7 +191,7 @@ def print_comparison(result, wide: bool = False) -> None:
             [
                 row.kind,
                 f"{instance_label(b)} ({b.pricing})",
-                f"{b.nodes} × {b.devices_per_node} {b.device}",
+                f"{b.nodes} × {b.devices_per_node} {b.device}, {b.layout().label()}",
                 b.precision,
                 units.fmt_duration(b.total_time_s),
                 cost_cell(b),

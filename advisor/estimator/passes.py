@@ -432,12 +432,19 @@ def pass_times(table: OpTable, micro, tp, cp, sp) -> dict[str, dict[tuple[str, s
     if table.module_s and not table.host_op_s:
         for what in ("seconds", "overhead_s"):
             out[what][table.module_key] = out[what][table.module_key] + table.module_s
-    if table.host_op_s:  # each pass takes the longer of its kernels and the host's issuing
-        for key in KEYS:
-            if key[0] not in (*REGIONS, "optimizer"):
-                continue
-            host = calls[key] * table.host_op_s + (table.module_s if key == table.module_key else 0.0)
-            excess = np.maximum(host - out["seconds"][key], 0.0)
-            out["seconds"][key] = out["seconds"][key] + excess
-            out["overhead_s"][key] = out["overhead_s"][key] + excess
+    if table.host_op_s:
+        # each pass takes the longer of its kernels and the host's issuing of its eager ops; the host's excess
+        # over a phase is spread over its regions by the ops each issues
+        for keys in (
+            [(r, "forward") for r in REGIONS],
+            [(r, "backward") for r in REGIONS],
+            [("optimizer", "optimizer")],
+        ):
+            host = {k: calls[k] * table.host_op_s + (table.module_s if k == table.module_key else 0.0) for k in keys}
+            total_host = sum(host.values())
+            excess = np.maximum(total_host - sum(out["seconds"][k] for k in keys), 0.0)
+            for k in keys:
+                add = excess * host[k] / np.where(total_host > 0, total_host, 1.0)
+                out["seconds"][k] = out["seconds"][k] + add
+                out["overhead_s"][k] = out["overhead_s"][k] + add
     return out

@@ -146,3 +146,8 @@ def check_choice(value: str | None, choices: tuple[str, ...], option: str) -> No
             f"use one of {', '.join(choices)}",
             difflib.get_close_matches(value, choices, n=2),
         )
+
+
+# How the blocks' elementwise ops run: as eager PyTorch, as a large-scale framework's fused kernels, or whichever
+# the layout implies (estimator/step.py: fused_share).
+KERNELS = ("auto", "eager", "fused")

@@ -40,6 +40,18 @@ def adjust_passes(passes: dict, level, fused) -> dict:
     return out
 
 
+def fused_share(fused, kernels: str, tp, pp, cp, fp8) -> np.ndarray:
+    """The share of the blocks' eager elementwise time a layout keeps (adjust_passes' `fused`): the family's
+    `fused_elementwise` under a framework with fused kernels, all of it in eager PyTorch. `auto` takes the
+    framework wherever the layout needs one: tensor, pipeline or context parallelism, or FP8 matmuls."""
+    if kernels == "fused":
+        return np.broadcast_to(np.asarray(fused, dtype=float), np.shape(tp))
+    if kernels == "eager":
+        return np.ones(np.shape(tp))
+    framework = (np.asarray(tp) > 1) | (np.asarray(pp) > 1) | (np.asarray(cp) > 1) | np.asarray(fp8, dtype=bool)
+    return np.where(framework, fused, 1.0)
+
+
 def layout_arrays(setup: Setup, layout: Layout, m: int) -> dict:
     """One layout as the arrays `step_arrays` and `memory_arrays` take (the search passes many at once)."""
     one = lambda v: np.asarray([v])  # noqa: E731

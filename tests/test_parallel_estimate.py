@@ -189,3 +189,33 @@ def test_pass_times_are_the_scalar_step_of_the_device(cat):
                 got = sum(float(passes[(region, phase)][0]) for region in ("before", "block", "after"))
                 assert got == pytest.approx(want[phase], rel=1e-9), (name, dev_id, phase)
             assert float(passes[("optimizer", "optimizer")][0]) == pytest.approx(want["optimizer"], rel=1e-9)
+
+
+def test_fused_kernels_belong_to_the_framework():
+    """fused_share: the family's fused_elementwise (0.6 here) only where the layout needs a framework with fused
+    kernels. Layouts: single device; tp 2; pp 2; cp 2; fp8 on one device."""
+    from advisor.estimator.step import fused_share
+
+    tp, pp, cp = np.array([1, 2, 1, 1, 1]), np.array([1, 1, 2, 1, 1]), np.array([1, 1, 1, 2, 1])
+    fp8 = np.array([False, False, False, False, True])
+    assert list(fused_share(0.6, "auto", tp, pp, cp, fp8)) == [1.0, 0.6, 0.6, 0.6, 0.6]
+    assert list(fused_share(0.6, "eager", tp, pp, cp, fp8)) == [1.0] * 5
+    assert list(fused_share(0.6, "fused", tp, pp, cp, fp8)) == [0.6] * 5
+
+
+def test_kernels_option_changes_only_the_elementwise_share(cat):
+    """GPT-2 on one H100: eager and auto agree (no framework needed); fused is faster by (1 − 0.5) of the
+    blocks' elementwise time per micro-batch (Hopper's fused_elementwise is 0.5)."""
+    from advisor.estimator.passes import pass_times
+
+    prof = api.profile_from("gpt2_124m")
+    eager = api.estimate(prof, "h100-sxm", strategy=None, checkpointing=False, kernels="eager", cat=cat)
+    auto = api.estimate(prof, "h100-sxm", strategy=None, checkpointing=False, cat=cat)
+    fused = api.estimate(prof, "h100-sxm", strategy=None, checkpointing=False, kernels="fused", cat=cat)
+    assert auto.step_time_s == eager.step_time_s
+    h100 = cat.devices["h100-sxm"]
+    table = op_table(prof, roles(prof, prof.structure), h100, cat.efficiency[h100.efficiency], "bf16-mixed")
+    sums = pass_times(table, [eager.micro_batch], [1], [1], [False])["seconds"]
+    elementwise = float(sums[("elementwise", "forward")][0] + sums[("elementwise", "backward")][0])
+    saved = eager.accumulation * 0.5 * elementwise
+    assert eager.step_time_s - fused.step_time_s == pytest.approx(saved, rel=1e-6)

@@ -152,7 +152,7 @@ def estimate(
     (single|ddp|zero1|zero2|fsdp) is how the data-parallel replicas shard; `recompute` none|selective|full
     (`checkpointing` is full); sequence parallelism is on by default whenever tp > 1. `run` sets the checkpoint
     interval and evaluation share; `kernels` eager|fused|auto whether the blocks' elementwise ops run as eager
-    PyTorch or a framework's fused kernels (auto: fused under tp, pp, cp or fp8). A configuration that does not
+    PyTorch or a framework's fused kernels (auto: fused from 1B parameters and under fp8). A configuration that does not
     fit has `fits` false, no time or cost, and `to_fit`: what would fit."""
     from advisor.vocab import KERNELS, check_choice
 

@@ -192,15 +192,15 @@ def test_pass_times_are_the_scalar_step_of_the_device(cat):
 
 
 def test_fused_kernels_belong_to_the_framework():
-    """fused_share: the family's fused_elementwise (0.6 here) only where the layout needs a framework with fused
-    kernels. Layouts: single device; tp 2; pp 2; cp 2; fp8 on one device."""
+    """fused_share: the family's fused_elementwise (0.6 here) for models of 1e9 parameters or more and for fp8,
+    the same for every layout of a model."""
     from advisor.estimator.step import fused_share
 
-    tp, pp, cp = np.array([1, 2, 1, 1, 1]), np.array([1, 1, 2, 1, 1]), np.array([1, 1, 1, 2, 1])
-    fp8 = np.array([False, False, False, False, True])
-    assert list(fused_share(0.6, "auto", tp, pp, cp, fp8)) == [1.0, 0.6, 0.6, 0.6, 0.6]
-    assert list(fused_share(0.6, "eager", tp, pp, cp, fp8)) == [1.0] * 5
-    assert list(fused_share(0.6, "fused", tp, pp, cp, fp8)) == [0.6] * 5
+    fp8 = np.array([False, True])
+    assert list(fused_share(0.6, "auto", 124e6, fp8)) == [1.0, 0.6]  # GPT-2: eager unless fp8
+    assert list(fused_share(0.6, "auto", 8e9, fp8)) == [0.6, 0.6]  # Llama 3 8B: a framework's kernels
+    assert list(fused_share(0.6, "eager", 8e9, fp8)) == [1.0, 1.0]
+    assert list(fused_share(0.6, "fused", 124e6, fp8)) == [0.6, 0.6]
 
 
 def test_kernels_option_changes_only_the_elementwise_share(cat):

@@ -92,7 +92,7 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 help="eager (PyTorch as the profile ran it), fused (a framework's fused kernels: Megatron, NeMo, "
-                "Transformer Engine) or auto (fused under --tp/--pp/--cp > 1 or fp8-mixed)."
+                "Transformer Engine) or auto (fused for models of 1B parameters or more and under fp8-mixed)."
             ),
         ] = "auto",
         search: Annotated[

@@ -64,8 +64,8 @@ class Config(BaseModel):
     kernels: Literal["auto", "eager", "fused"] = Field(
         "auto",
         description="eager: the profile's ops as eager PyTorch runs them; fused: a large-scale framework's fused "
-        "kernels (Megatron, NeMo, Transformer Engine: the family's fused_elementwise); auto: fused exactly when "
-        "the layout needs such a framework (tp, pp or cp > 1, or fp8-mixed)",
+        "kernels (Megatron, NeMo, Transformer Engine: the family's fused_elementwise); auto: fused for models of "
+        "a billion parameters or more and under fp8-mixed, eager otherwise",
     )
 
     @model_validator(mode="before")

@@ -231,7 +231,7 @@ def estimate(
         passes = pass_times(setup.table, [micro], [layout.tp], [layout.cp], [layout.sequence_parallel])
         if cache is not None:
             cache[key] = passes
-    fused = fused_share(setup.fused, config.kernels, lay["tp"], lay["pp"], lay["cp"], setup.fp8)
+    fused = fused_share(setup.fused, config.kernels, profile.parameters, np.asarray([setup.fp8]))
     passes = adjust_passes(passes, lay["level"], fused)
     out = step_arrays(setup, lay, micro, passes)
     mem_parts = memory_arrays(setup, lay, np.asarray([micro]))

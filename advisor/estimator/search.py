@@ -314,7 +314,7 @@ def _evaluate(setups: list[Setup], bases: np.ndarray, cache: dict, max_micro: in
     rows = _micro_batches(layouts_, m1, m2, capacity, max_micro)
     batch = stack(setups, rows[:, 0], columns)
     lay, micro = _lay(setups[0], rows)
-    fused = fused_share(batch.fused, "auto", lay["tp"], lay["pp"], lay["cp"], batch.fp8)
+    fused = fused_share(batch.fused, "auto", setups[0].profile.parameters, batch.fp8)
     step = step_arrays(batch, lay, micro, adjust_passes(_passes(setups, rows, cache), lay["level"], fused))["step"]
     memory = memory_arrays(batch, lay, micro)["total_bytes"]
     fixed, per_sample = setup_flops(setups[0])

@@ -40,16 +40,20 @@ def adjust_passes(passes: dict, level, fused) -> dict:
     return out
 
 
-def fused_share(fused, kernels: str, tp, pp, cp, fp8) -> np.ndarray:
-    """The share of the blocks' eager elementwise time a layout keeps (adjust_passes' `fused`): the family's
-    `fused_elementwise` under a framework with fused kernels, all of it in eager PyTorch. `auto` takes the
-    framework wherever the layout needs one: tensor, pipeline or context parallelism, or FP8 matmuls."""
+FRAMEWORK_PARAMETERS = 1e9  # models this large are trained with a large-scale framework (Megatron, NeMo, torchtitan)
+
+
+def fused_share(fused, kernels: str, parameters: float, fp8) -> np.ndarray:
+    """The share of the blocks' eager elementwise time a run keeps (adjust_passes' `fused`): the family's
+    `fused_elementwise` under a framework with fused kernels, all of it in eager PyTorch. `auto` is a property of
+    the model, never of the layout (so no layout wins by implying a framework): fused for models of
+    FRAMEWORK_PARAMETERS or more and for FP8 recipes (Transformer Engine), eager otherwise."""
+    fp8 = np.asarray(fp8, dtype=bool)
     if kernels == "fused":
-        return np.broadcast_to(np.asarray(fused, dtype=float), np.shape(tp))
+        return np.broadcast_to(np.asarray(fused, dtype=float), fp8.shape)
     if kernels == "eager":
-        return np.ones(np.shape(tp))
-    framework = (np.asarray(tp) > 1) | (np.asarray(pp) > 1) | (np.asarray(cp) > 1) | np.asarray(fp8, dtype=bool)
-    return np.where(framework, fused, 1.0)
+        return np.ones(fp8.shape)
+    return np.where(fp8 | (parameters >= FRAMEWORK_PARAMETERS), fused, 1.0)
 
 
 def layout_arrays(setup: Setup, layout: Layout, m: int) -> dict:

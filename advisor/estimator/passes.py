@@ -225,6 +225,8 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         op = profile.ops[i]
         if name != op.op:
             continue  # an fp8 cast row: plain memory traffic
+        if not fused and phase != "optimizer" and op.op not in SCATTERS and not (category == "matrix" and kernel_data):
+            continue
         if (op.module in fused or any(op.module.startswith(m + ".") for m in fused)) or (
             phase == "optimizer" and op.op in STATE_INIT
         ):
@@ -256,7 +258,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     module_s = 0.0
     if eff.module_overhead_s and profile.module_calls:
         module_s = eff.module_overhead_s * profile.module_calls
-    has_blocks = any(region_of(rec, profile, j) == "block" for j in range(n))
+    has_blocks = bool(rec.masks[:, KEYS.index(("block", "forward"))].any())
     return OpTable(
         f_fix=values[:, 0],
         f_per=values[:, 1],

@@ -145,13 +145,17 @@ def estimate(
     spot: bool = False,
     cat: Catalog | None = None,
     run: RunOptions | None = None,
+    kernels: str = "auto",
 ) -> Estimate:
     """One configuration, as `advisor estimate` answers it: `hardware` (a device or an instance) × nodes,
     running the layout tp × pp × cp × dp with dp = devices / (tp·pp·cp). `strategy`
     (single|ddp|zero1|zero2|fsdp) is how the data-parallel replicas shard; `recompute` none|selective|full
     (`checkpointing` is full); sequence parallelism is on by default whenever tp > 1. `run` sets the checkpoint
-    interval and evaluation share. A configuration that does not fit has `fits` false, no time or cost, and
-    `to_fit`: what would fit."""
+    interval and evaluation share; `kernels` eager|fused|auto whether the blocks' elementwise ops run as eager
+    PyTorch or a framework's fused kernels (auto: fused from 1B parameters and under fp8). A configuration that does not
+    fit has `fits` false, no time or cost, and `to_fit`: what would fit."""
+    from advisor.vocab import KERNELS, check_choice
+
     cat = cat or catalog()
     device, instance, per_node = resolve_hardware(cat, hardware, count, nodes)
     check_training(device, instance)
@@ -159,6 +163,8 @@ def estimate(
         device, instance, per_node, nodes, precision or profile.precision, strategy, checkpointing, tp, pp, vpp, cp,
         sequence_parallel, recompute, micro_batch, global_batch, spot,
     )  # fmt: skip
+    check_choice(kernels, KERNELS, "--kernels")
+    config = config.model_copy(update={"kernels": kernels})
     if spot and instance is not None and instance.hourly_usd(spot=True) is None:
         raise UserError(f"{instance.id} has no spot price in the catalog", "use --pricing on-demand")
     workload = Workload(samples=samples, epochs=epochs, steps=steps, tokens=tokens)

@@ -95,6 +95,10 @@ DeviceKind = Literal[DEVICE_KINDS]
 SOFTWARE_STACKS: tuple[str, ...] = ("cuda", "rocm", "xla", "neuron", "habana", "cann", "cpu")
 SoftwareStack = Literal[SOFTWARE_STACKS]
 
+# Kinds of workload, for the estimator's error bands (validation results are kept per kind).
+WORKLOAD_KINDS: tuple[str, ...] = ("cnn", "transformer", "rnn", "recommender", "mlp", "any")
+WorkloadKind = Literal[WORKLOAD_KINDS]
+
 # ---- a training step ----
 PHASES: tuple[str, ...] = ("forward", "backward", "optimizer")
 Phase = Literal[PHASES]
@@ -142,3 +146,8 @@ def check_choice(value: str | None, choices: tuple[str, ...], option: str) -> No
             f"use one of {', '.join(choices)}",
             difflib.get_close_matches(value, choices, n=2),
         )
+
+
+# How the blocks' elementwise ops run: as eager PyTorch, as a large-scale framework's fused kernels, or whichever
+# the layout implies (estimator/step.py: fused_share).
+KERNELS = ("auto", "eager", "fused")

@@ -1,15 +1,21 @@
-"""Measured vs predicted training-step time on this machine's CPU, calibrated and from datasheet figures.
+"""Measured vs predicted training-step time on this machine's CPU, calibrated and from datasheet figures, on
+model families the estimator was not tuned on, at one thread and at torch's default thread count.
 
-    python benchmarks/accuracy.py [--threads 2] [--no-readme]
+    python benchmarks/accuracy.py [--threads 1,2] [--only NAME,...] [--wait-quiet MINUTES] [--no-write]
 
-1. Calibrates the CPU (as `advisor calibrate`) into benchmarks/results/calibration-cpu.yaml.
-2. Writes a datasheet-style entry for the same CPU into benchmarks/results/datasheet-cpu.yaml: peak =
-   cores x fp32 FLOPs per cycle (from the lscpu flags, per the table in catalog/devices/cpus.yaml) x the
-   clock in /proc/cpuinfo, memory bandwidth = the catalog's EPYC 9654 scaled per core, with the shipped
-   x86-cpu efficiency profile: what advisor would say about this CPU without calibrating it.
-3. For each model in benchmarks/models at two batch sizes: times real fp32 training steps (median of 7
-   after 3 warm-up steps) and estimates the same step on both entries.
-4. Writes benchmarks/results/accuracy-cpu.csv and the tables into README.md between the accuracy markers.
+For each thread count:
+1. Calibrates the CPU (as `advisor calibrate` does) into benchmarks/results/calibration-cpu-<n>t.yaml.
+2. Writes a datasheet-style entry for the same CPU (benchmarks/results/datasheet-cpu.yaml): peak = cores x fp32
+   FLOPs per cycle (lscpu flags) x the /proc/cpuinfo clock, bandwidth = the catalog's EPYC 9654 per core, the
+   shipped x86-cpu efficiencies: what advisor says about this CPU without calibrating it.
+3. For each model of benchmarks/models at two batch sizes: times real fp32 training steps (the median of 7 after
+   3 warm-up steps; one thread on the process's CPU clock, more threads on the wall clock) and estimates the
+   same step on both entries.
+The models are split by family: TUNING families (and the calibration's own nets) are the only ones any
+efficiency figure or model decision may be fitted on; REPORT families are reported. Writes
+benchmarks/results/accuracy-cpu.csv, catalog/accuracy-cpu.yaml (the error bands estimates of calibrated and
+uncalibrated CPUs carry, from the report rows) and the tables into README.md between the accuracy markers.
+Every run records the 1-minute load average beside it: timings on a busy machine are not comparable.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import os
 import re
 import statistics
 import sys
@@ -28,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 RESULTS = ROOT / "benchmarks" / "results"
 MODELS = ROOT / "benchmarks" / "models"
-CASES = [
+BANDS = ROOT / "catalog" / "accuracy-cpu.yaml"
+TUNING = [
     ("mlp", (64, 256)),
     ("resnet", (8, 32)),
     ("mobilenet", (8, 32)),
@@ -36,7 +44,29 @@ CASES = [
     ("gpt", (4, 16)),
     ("vit", (8, 32)),
 ]
+REPORT = [
+    ("cnn", (32, 64)),
+    ("unet", (8, 16)),
+    ("conv3d", (8, 16)),
+    ("gru", (8, 32)),
+    ("encoder", (4, 16)),
+    ("recommender", (256, 1024)),
+    ("gnnet", (4, 16)),
+]
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
+PHASES = ("forward", "backward", "optimizer")
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def wait_quiet(minutes: float, threshold: float = 1.0) -> None:
+    """Sleep in one-minute steps until the 1-minute load average is below `threshold`, at most `minutes`."""
+    deadline = time.time() + 60 * minutes
+    while load() >= threshold and time.time() < deadline:
+        print(f"  load {load():.2f}: waiting for a quiet machine", file=sys.stderr)
+        time.sleep(60)
 
 
 def cpu_flags() -> tuple[str, set[str], float]:
@@ -89,27 +119,23 @@ def datasheet_overlay(cat, cores: int) -> dict:
     }
 
 
-def calibrate(path: Path) -> float:
-    from advisor.calibration import bench, overlay
+def calibrate(path: Path) -> tuple[float, list[str]]:
+    from advisor.calibration import session
     from advisor.io import dump_yaml, write_atomic
 
-    start = time.perf_counter()
-    m = bench.run("cpu", tick=lambda s: print(f"  calibrate: {s}", file=sys.stderr))
-    phase = overlay.fit_phase_overhead(overlay.build(m), m)
-    m.seconds = time.perf_counter() - start
-    write_atomic(path, dump_yaml(overlay.build(m, phase)), "calibration")
-    return m.seconds
+    data, m = session.calibrate("cpu", tick=lambda s: print(f"  calibrate: {s}", file=sys.stderr))
+    write_atomic(path, dump_yaml(data), "calibration")
+    return m.seconds, m.warnings
 
 
 def measure(path: Path, batch: int, threads: int) -> dict[str, float]:
-    """Real fp32 AdamW steps: 3 warm-up, then the median of 7 per phase. On one thread the clock is the
-    process's CPU time (time slices lost to other tenants of a shared machine do not count); otherwise
-    wall time."""
-
+    """Real fp32 steps: 3 warm-up, then 7 timed; one thread: the median per phase on the process's CPU clock
+    (time slices lost to other processes do not count); more threads: the wall clock, each phase's fastest."""
     from advisor.profiler.model_file import load_model_file
     from advisor.profiler.step import build, forward_loss
 
     now = time.process_time if threads == 1 else time.perf_counter
+    pick = statistics.median if threads == 1 else min
     mf = load_model_file(path)
     model, data, opt, _ = build(mf, "cpu", batch, "fp32", None)
     phases: list[tuple[float, float, float]] = []
@@ -124,7 +150,60 @@ def measure(path: Path, batch: int, threads: int) -> dict[str, float]:
         t3 = now()
         if i >= 3:
             phases.append((t1 - t0, t2 - t1, t3 - t2))
-    return {p: statistics.median(x[i] for x in phases) for i, p in enumerate(("forward", "backward", "optimizer"))}
+    return {p: pick(x[i] for x in phases) for i, p in enumerate(PHASES)}
+
+
+def run_threads(threads: int, cases, profiles: dict, reuse: Path | None) -> tuple[list[dict], dict]:
+    import torch
+
+    from advisor import api
+    from advisor.estimator.bands import workload_kind
+    from advisor.io import dump_yaml, write_atomic
+    from advisor.profiler.profile import profile_model
+
+    torch.set_num_threads(threads)
+    cal_path = reuse or RESULTS / f"calibration-cpu-{threads}t.yaml"
+    load_before = load()
+    cal_s, warnings = (0.0, []) if reuse else calibrate(cal_path)
+    ds_path = RESULTS / "datasheet-cpu.yaml"
+    write_atomic(ds_path, dump_yaml(datasheet_overlay(api.catalog(), threads)), "datasheet entry")
+    cat = api.catalog([cal_path, ds_path])
+    rows = []
+    for split, name, batch in cases:
+        path = MODELS / f"{name}.py"
+        if (name, batch) not in profiles:  # counts do not depend on the thread count
+            profiles[(name, batch)] = profile_model(path, batch_size=batch, device="cpu", precision="fp32", repeats=0)
+        prof = profiles[(name, batch)]
+        before = load()
+        t = measure(path, batch, threads)
+        measured = sum(t.values())
+        cal = api.estimate(prof, "local-cpu", precision="fp32", micro_batch=batch, cat=cat)
+        ds = api.estimate(prof, "datasheet-local-cpu", precision="fp32", micro_batch=batch, cat=cat)
+        row = {
+            "set": split,
+            "model": name,
+            "kind": workload_kind(prof),
+            "batch": batch,
+            "threads": threads,
+            "load": round(before, 2),
+            "measured_s": measured,
+            **{f"measured_{p}_s": t[p] for p in PHASES},
+            "calibrated_s": cal.step_time_s,
+            **{f"calibrated_{p}_s": cal.phases[p].seconds for p in PHASES},
+            "datasheet_s": ds.step_time_s,
+        }
+        row["calibrated_error"] = (row["calibrated_s"] - measured) / measured
+        row["datasheet_error"] = (row["datasheet_s"] - measured) / measured
+        rows.append(row)
+        print(
+            f"{threads}t {split:6s} {name:11s} b={batch:4d} load {before:4.1f} measured {measured * 1e3:8.1f} ms  "
+            f"calibrated {cal.step_time_s * 1e3:8.1f} ms ({row['calibrated_error']:+.0%})  datasheet "
+            f"{ds.step_time_s * 1e3:8.1f} ms ({row['datasheet_error']:+.0%})  phases m/p "
+            + " ".join(f"{row[f'measured_{p}_s'] * 1e3:.1f}/{row[f'calibrated_{p}_s'] * 1e3:.1f}" for p in PHASES),
+            file=sys.stderr,
+        )
+    meta = {"threads": threads, "calibration_s": cal_s, "warnings": warnings, "load_before": load_before}
+    return rows, meta
 
 
 def summary(rows: list[dict], key: str) -> tuple[float, float]:
@@ -132,28 +211,91 @@ def summary(rows: list[dict], key: str) -> tuple[float, float]:
     return statistics.median(errors), max(errors)
 
 
-def markdown(rows: list[dict], meta: dict) -> str:
-    cal_med, cal_max = summary(rows, "calibrated_error")
-    ds_med, ds_max = summary(rows, "datasheet_error")
+def table(rows: list[dict]) -> list[str]:
     lines = [
-        f"Measured on {meta['cpu']} ({meta['threads']} torch thread{'s' * (meta['threads'] > 1)}, fp32, AdamW, "
-        f"median of 7 steps after 3; {meta['clock']}), "
-        f"{meta['date']}; benchmark wall time {meta['wall_s']:.0f} s (calibration {meta['calibration_s']:.0f} s).",
-        "",
-        "| model | batch | measured | calibrated | error | datasheet | error |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| set | model | batch | load | measured | calibrated | error | datasheet | error |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['model']} | {r['batch']} | {r['measured_s'] * 1e3:.1f} ms | {r['calibrated_s'] * 1e3:.1f} ms | "
-            f"{r['calibrated_error']:+.0%} | {r['datasheet_s'] * 1e3:.1f} ms | {r['datasheet_error']:+.0%} |"
+            f"| {r['set']} | {r['model']} | {r['batch']} | {r['load']:.1f} | {r['measured_s'] * 1e3:.1f} ms | "
+            f"{r['calibrated_s'] * 1e3:.1f} ms | {r['calibrated_error']:+.0%} | {r['datasheet_s'] * 1e3:.1f} ms | "
+            f"{r['datasheet_error']:+.0%} |"
         )
-    lines += [
+    return lines
+
+
+def markdown(all_rows: list[dict], metas: list[dict], info: dict) -> str:
+    from advisor.profiler.device import cpu_name
+
+    lines = [
+        f"Measured on {cpu_name()} ({info['date']}, fp32, the models' own optimizers, median of 7 steps after 3; "
+        f"benchmark wall time {info['wall_s']:.0f} s). The load column is the 1-minute load average when the "
+        "row was measured, the benchmark's own threads included: rows above about 1 (one thread) or 2 (two "
+        "threads) shared the machine with other work.",
         "",
-        f"Absolute error, calibrated (`local-cpu`): median **{cal_med:.0%}**, maximum **{cal_max:.0%}**. "
-        f"Datasheet-style (`x86-cpu` efficiencies on a derived peak): median {ds_med:.0%}, maximum {ds_max:.0%}.",
     ]
-    return "\n".join(lines)
+    for meta in metas:
+        rows = [r for r in all_rows if r["threads"] == meta["threads"]]
+        report = [r for r in rows if r["set"] == "report"]
+        tuning = [r for r in rows if r["set"] == "tuning"]
+        n = meta["threads"]
+        clock = "process CPU time" if n == 1 else "wall time, fastest of 7"
+        lines.append(
+            f"**{n} torch thread{'s' * (n > 1)}** ({clock}; calibration {meta['calibration_s']:.0f} s"
+            f"{', flagged: ' + '; '.join(meta['warnings']) if meta['warnings'] else ''}):"
+        )
+        lines.append("")
+        for label, group in (("report families", report), ("tuning families", tuning)):
+            if group:
+                cm, cx = summary(group, "calibrated_error")
+                dm, dx = summary(group, "datasheet_error")
+                lines.append(
+                    f"- {label}: calibrated median |error| **{cm:.0%}**, max **{cx:.0%}**; datasheet-style "
+                    f"median {dm:.0%}, max {dx:.0%} ({len(group)} runs)"
+                )
+        lines += ["", *table(rows), ""]
+    return "\n".join(lines).rstrip()
+
+
+def bands(all_rows: list[dict]) -> dict:
+    """Error bands from the report rows: calibrated CPUs by thread count and workload kind, and the shipped
+    x86-cpu profile (datasheet-style) over all kinds."""
+    from advisor.profiler.device import cpu_name
+
+    today = dt.date.today().isoformat()
+    entries = []
+    for threads in sorted({r["threads"] for r in all_rows}):
+        report = [r for r in all_rows if r["threads"] == threads and r["set"] == "report"]
+        groups = {"any": report}
+        for r in report:
+            groups.setdefault(r["kind"], []).append(r)
+        for kind, group in sorted(groups.items()):
+            if kind != "any" and len(group) < 2:
+                continue
+            for applies, key in (("calibrated-cpu", "calibrated_error"), ("x86-cpu", "datasheet_error")):
+                if applies == "x86-cpu" and kind != "any":
+                    continue
+                errs = [r[key] for r in group]
+                what = "calibrated" if applies == "calibrated-cpu" else "uncalibrated (datasheet-style)"
+                entries.append(
+                    {
+                        "id": f"cpu-{'calibrated' if applies == 'calibrated-cpu' else 'datasheet'}-{kind}-{threads}t",
+                        "applies_to": applies,
+                        "workload": kind,
+                        "threads": threads,
+                        "error_band": round(statistics.median(abs(e) for e in errs), 3),
+                        "max_error": round(max(abs(e) for e in errs), 3),
+                        "bias": round(-statistics.mean(errs), 3),  # + : estimates faster than measured
+                        "rows": len(group),
+                        "basis": f"median |error| of {len(group)} {'' if kind == 'any' else kind + ' '}training "
+                        f"steps of report-set models on a {what} {cpu_name()} at {threads} thread"
+                        f"{'s' * (threads > 1)} (benchmarks/accuracy.py)",
+                        "source": "benchmarks/accuracy.py",
+                        "as_of": today,
+                    }
+                )
+    return {"accuracy": entries}
 
 
 def write_readme(text: str) -> None:
@@ -168,79 +310,43 @@ def write_readme(text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--no-readme", action="store_true")
-    parser.add_argument("--only", help="comma-separated model names")
-    parser.add_argument("--calibration", help="reuse this calibration overlay instead of calibrating")
+    parser.add_argument("--threads", help="comma-separated thread counts (default: 1 and torch's default)")
+    parser.add_argument("--only", help="comma-separated model names (nothing is written)")
+    parser.add_argument("--calibration", type=Path, help="reuse this calibration overlay (one thread count)")
+    parser.add_argument("--wait-quiet", type=float, default=0.0, help="wait up to this many minutes for load < 1")
+    parser.add_argument("--no-write", action="store_true", help="print only: no CSV, bands or README")
     args = parser.parse_args()
     import torch
 
-    from advisor import api
     from advisor.io import dump_yaml, write_atomic
-    from advisor.profiler.device import cpu_name
-    from advisor.profiler.profile import profile_model
 
-    torch.set_num_threads(args.threads)
+    default = torch.get_num_threads()
+    counts = [int(t) for t in args.threads.split(",")] if args.threads else sorted({1, default})
+    only = set(args.only.split(",")) if args.only else None
+    cases = [(s, n, b) for s, group in (("tuning", TUNING), ("report", REPORT)) for n, bs in group for b in bs]
+    cases = [c for c in cases if not only or c[1] in only]
+    if args.wait_quiet:
+        wait_quiet(args.wait_quiet)
     start = time.perf_counter()
     RESULTS.mkdir(parents=True, exist_ok=True)
-    cal_path, ds_path = RESULTS / "calibration-cpu.yaml", RESULTS / "datasheet-cpu.yaml"
-    if args.calibration:
-        cal_path, cal_s = Path(args.calibration), 0.0
-    else:
-        cal_s = calibrate(cal_path)
-    write_atomic(ds_path, dump_yaml(datasheet_overlay(api.catalog(), args.threads)), "datasheet entry")
-    cat = api.catalog([cal_path, ds_path])
-    rows = []
-    only = set(args.only.split(",")) if args.only else None
-    for name, batches in CASES:
-        if only and name not in only:
-            continue
-        for b in batches:
-            path = MODELS / f"{name}.py"
-            prof = profile_model(path, batch_size=b, device="cpu", precision="fp32", repeats=0)
-            t = measure(path, b, args.threads)
-            measured = sum(t.values())
-            cal = api.estimate(prof, "local-cpu", precision="fp32", micro_batch=b, cat=cat)
-            ds = api.estimate(prof, "datasheet-local-cpu", precision="fp32", micro_batch=b, cat=cat)
-            row = {
-                "model": name,
-                "batch": b,
-                "measured_s": measured,
-                **{f"measured_{p}_s": t[p] for p in ("forward", "backward", "optimizer")},
-                "calibrated_s": cal.step_time_s,
-                **{f"calibrated_{p}_s": cal.phases[p].seconds for p in ("forward", "backward", "optimizer")},
-                "datasheet_s": ds.step_time_s,
-            }
-            row["calibrated_error"] = (row["calibrated_s"] - measured) / measured
-            row["datasheet_error"] = (row["datasheet_s"] - measured) / measured
-            rows.append(row)
-            print(
-                f"{name:10s} b={b:4d} measured {measured * 1e3:8.1f} ms  calibrated {cal.step_time_s * 1e3:8.1f} ms "
-                f"({row['calibrated_error']:+.0%})  datasheet {ds.step_time_s * 1e3:8.1f} ms "
-                f"({row['datasheet_error']:+.0%})  phases m/p "
-                + " ".join(
-                    f"{row[f'measured_{p}_s'] * 1e3:.1f}/{row[f'calibrated_{p}_s'] * 1e3:.1f}"
-                    for p in ("forward", "backward", "optimizer")
-                ),
-                file=sys.stderr,
-            )
-    wall = time.perf_counter() - start
-    meta = {
-        "cpu": cpu_name(),
-        "threads": args.threads,
-        "date": dt.date.today().isoformat(),
-        "wall_s": wall,
-        "calibration_s": cal_s,
-        "clock": "process CPU time" if args.threads == 1 else "wall time",
-    }
-    with open(RESULTS / "accuracy-cpu.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
-    text = markdown(rows, meta)
+    profiles: dict = {}
+    all_rows, metas = [], []
+    for n in counts:
+        rows, meta = run_threads(n, cases, profiles, args.calibration)
+        all_rows += rows
+        metas.append(meta)
+    info = {"date": dt.date.today().isoformat(), "wall_s": time.perf_counter() - start}
+    text = markdown(all_rows, metas, info)
     print(text)
-    if not args.no_readme and not only:
-        write_readme(text)
+    if args.no_write or only:
+        return
+    with open(RESULTS / "accuracy-cpu.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(all_rows[0]))
+        writer.writeheader()
+        writer.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in all_rows)
+    header = "# Generated by benchmarks/accuracy.py from its report-set rows on this project's CPU: do not edit.\n"
+    write_atomic(BANDS, header + dump_yaml(bands(all_rows)), "error bands")
+    write_readme(text)
 
 
 if __name__ == "__main__":

@@ -1,366 +1,321 @@
-"""Estimates against published measured training throughput, for hardware we cannot run here.
+"""Estimates against published, measured GPU training throughput (hardware this project cannot run).
 
-    python benchmarks/published.py [--models DIR] [--cache DIR] [--out FILE.md]
+    python benchmarks/published.py [--data FILE] [--models DIR] [--no-write] [--only FAMILY,...]
 
-Each row is a setup someone measured and published (the source is in the row). The model is profiled on
-the meta device from profiles/models/<name>.py (or --models DIR/<name>.py) at the published precision,
-then estimated with the shipped catalog on the closest catalog hardware, and the published figure is
-compared with ours: error = (estimated - published) / published. Nothing here is tuned per row; the
-efficiency data in catalog/efficiency.yaml is the only knob, and it is the same for every model.
+Reads benchmarks/data/published_gpu.yaml (one cited row per measured setup; benchmarks/data/README.md), profiles
+each model once per precision and optimizer on the meta device (profiles/models/<model>.py, else
+benchmarks/gpu_models/<model>.py), estimates each row on its catalog hardware with the shipped catalog, and
+compares: error = (estimated - measured) / measured. Nothing is tuned per row or per model; the efficiency data
+in catalog/efficiency.yaml is the only knob, and only the rows marked `set: tuning` may inform it.
 
-Caveats, stated once: NVIDIA's DeepLearningExamples figures come from tuned containers (NHWC, DALI, fused
-LAMB/Adam, apex), which eager PyTorch does not always match; Meta's GPU-hour totals include restarts,
-evaluation and idle time, so the throughput derived from them is a lower bound on the step throughput
-(and they trained with tensor/pipeline parallelism in a layout the totals do not state: rows use FSDP;
-benchmarks/large_scale.py compares stated layouts).
+Writes benchmarks/results/published-gpu.csv (every row), catalog/accuracy-gpu.yaml (the error bands the
+estimator attaches to GPU estimates, from the report rows) and the summary tables into README.md between the
+published markers. Runs in about a minute (profiles are cached under benchmarks/results/.profiles).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import datetime as dt
+import re
 import statistics
-import subprocess
 import sys
-import tempfile
-from dataclasses import dataclass
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DLE_RN50 = (
-    "https://github.com/NVIDIA/DeepLearningExamples/blob/master/PyTorch/Classification/ConvNets/resnet50v1.5/README.md"
-)
-DLE_RN50_CFG = "https://github.com/NVIDIA/DeepLearningExamples/blob/master/PyTorch/Classification/ConvNets/configs.yml"
-DLE_BERT = "https://github.com/NVIDIA/DeepLearningExamples/blob/master/PyTorch/LanguageModeling/BERT/README.md"
-LLAMA2 = "https://arxiv.org/abs/2307.09288"
-LLAMA3 = "https://github.com/meta-llama/llama3/blob/main/MODEL_CARD.md"
+DATA = ROOT / "benchmarks" / "data" / "published_gpu.yaml"
+MODEL_DIRS = (ROOT / "profiles" / "models", ROOT / "benchmarks" / "gpu_models")
+RESULTS = ROOT / "benchmarks" / "results"
+CACHE = RESULTS / ".profiles"
+BANDS = ROOT / "catalog" / "accuracy-gpu.yaml"
+BEGIN, END = "<!-- published:begin -->", "<!-- published:end -->"
+OPTIMIZER = {"sgd": "sgd", "adam": "adam", "lamb": "adam"}  # LAMB is not in torch: Adam has the same state
+# A row whose stack ran NHWC (channels-last) is profiled through this wrapper of its model file, as a user who
+# trains channels-last would write it: the model and 4-D float inputs converted with torch.channels_last.
+CHANNELS_LAST = """import importlib.util
+
+import torch
+
+_spec = importlib.util.spec_from_file_location("base_model", {path!r})
+base = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(base)
 
 
-@dataclass
-class Row:
-    model: str  # model file stem
-    hardware: str
-    precision: str
-    micro_batch: int | None
-    global_batch: int
-    published: float
-    unit: str  # "samples/s" (all devices) or "tokens/s/device"
-    source: str
-    setup: str
-    nodes: int = 1
-    count: int | None = None
-    strategy: str | None = None
-    checkpointing: bool = False
+def _nhwc(t):
+    if isinstance(t, torch.Tensor) and t.dim() == 4 and t.is_floating_point():
+        return t.contiguous(memory_format=torch.channels_last)
+    return t
 
 
-def _tokens_per_gpu(tokens: float, gpu_hours: float) -> float:
-    return tokens / (gpu_hours * 3600)
+def build_model():
+    return base.build_model().to(memory_format=torch.channels_last)
 
 
-ROWS = [
-    Row(
-        "resnet50",
-        "a100-80gb-sxm",
-        "fp16-mixed",
-        256,
-        256,
-        2470,
-        "samples/s",
-        DLE_RN50,
-        "DGX A100 80GB, 1 GPU, AMP, batch 256 (configs.yml), pytorch-21.03 NGC",
-    ),
-    Row(
-        "resnet50",
-        "a100-80gb-sxm",
-        "tf32",
-        256,
-        256,
-        938,
-        "samples/s",
-        DLE_RN50,
-        "DGX A100 80GB, 1 GPU, TF32, batch 256",
-    ),
-    Row(
-        "resnet50",
-        "onprem-dgx-a100",
-        "fp16-mixed",
-        256,
-        2048,
-        16621,
-        "samples/s",
-        DLE_RN50,
-        "DGX A100 80GB, 8 GPUs, AMP, batch 256 per GPU",
-    ),
-    Row(
-        "resnet50",
-        "v100-sxm2-16gb",
-        "fp16-mixed",
-        256,
-        256,
-        1200,
-        "samples/s",
-        DLE_RN50,
-        "DGX-1 V100 16GB, 1 GPU, AMP, batch 256",
-    ),
-    Row(
-        "resnet50",
-        "v100-sxm2-16gb",
-        "fp32",
-        112,
-        112,
-        367,
-        "samples/s",
-        DLE_RN50,
-        "DGX-1 V100 16GB, 1 GPU, FP32, batch 112",
-    ),
-    Row(
-        "resnet50",
-        "aws-p3.16xlarge",
-        "fp16-mixed",
-        256,
-        2048,
-        8322,
-        "samples/s",
-        DLE_RN50,
-        "DGX-1 V100 16GB, 8 GPUs, AMP (p3.16xlarge: same 8 x V100 16GB NVLink mesh)",
-    ),
-    Row(
-        "bert_large",
-        "a100-80gb-sxm",
-        "fp16-mixed",
-        256,
-        8192,
-        580,
-        "samples/s",
-        DLE_BERT,
-        "BERT-large pretraining phase 1 (seq 128), DGX A100 80GB, 1 GPU, mixed, batch 256 x 32 accumulation, LAMB",
-    ),
-    Row(
-        "bert_large",
-        "a100-80gb-sxm",
-        "tf32",
-        128,
-        8192,
-        317,
-        "samples/s",
-        DLE_BERT,
-        "same, TF32, batch 128 x 64 accumulation",
-    ),
-    Row("bert_large", "onprem-dgx-a100", "fp16-mixed", 256, 65536, 4591, "samples/s", DLE_BERT, "same, 8 GPUs, mixed"),
-    Row(
-        "bert_large",
-        "v100-sxm2-32gb",
-        "fp16-mixed",
-        64,
-        4096,
-        224,
-        "samples/s",
-        DLE_BERT,
-        "BERT-large phase 1 (seq 128), DGX-1 V100 32GB, 1 GPU, mixed, batch 64 x 64 accumulation",
-    ),
-    Row(
-        "bert_large",
-        "aws-p3dn.24xlarge",
-        "fp16-mixed",
-        64,
-        32768,
-        1746,
-        "samples/s",
-        DLE_BERT,
-        "same, 8 GPUs (p3dn.24xlarge: 8 x V100 32GB NVLink mesh)",
-    ),
-    Row(
-        "llama2_7b",
-        "onprem-dgx-a100",
-        "bf16-mixed",
-        None,
-        1024,
-        _tokens_per_gpu(2e12, 184_320),
-        "tokens/s/device",
-        LLAMA2,
-        "Llama 2 7B: 2T tokens in 184,320 A100-80GB GPU-hours (Table 2), 4M-token batch; here 32 x DGX A100, FSDP",
-        nodes=32,
-        strategy="fsdp",
-    ),
-    Row(
-        "llama2_70b",
-        "onprem-dgx-a100",
-        "bf16-mixed",
-        None,
-        1024,
-        _tokens_per_gpu(2e12, 1_720_320),
-        "tokens/s/device",
-        LLAMA2,
-        "Llama 2 70B: 2T tokens in 1,720,320 GPU-hours; here 32 x DGX A100, FSDP, activation checkpointing",
-        nodes=32,
-        strategy="fsdp",
-        checkpointing=True,
-    ),
-    Row(
-        "llama3_8b",
-        "onprem-dgx-h100",
-        "bf16-mixed",
-        None,
-        512,
-        _tokens_per_gpu(15e12, 1.3e6),
-        "tokens/s/device",
-        LLAMA3,
-        "Llama 3 8B: 15T+ tokens in 1.3M H100-80GB GPU-hours (model card); here 32 x DGX H100, FSDP, "
-        "activation checkpointing (sequence 8192 does not fit without)",
-        nodes=32,
-        strategy="fsdp",
-        checkpointing=True,
-    ),
-    Row(
-        "llama3_70b",
-        "onprem-dgx-h100",
-        "bf16-mixed",
-        None,
-        512,
-        _tokens_per_gpu(15e12, 6.4e6),
-        "tokens/s/device",
-        LLAMA3,
-        "Llama 3 70B: 15T+ tokens in 6.4M GPU-hours; here 32 x DGX H100, FSDP, activation checkpointing",
-        nodes=32,
-        strategy="fsdp",
-        checkpointing=True,
-    ),
-]
+def example_batch(batch_size):
+    batch = base.example_batch(batch_size)
+    if isinstance(batch, (tuple, list)):
+        return tuple(_nhwc(t) for t in batch)
+    if isinstance(batch, dict):
+        return {{k: _nhwc(v) for k, v in batch.items()}}
+    return _nhwc(batch)
+
+
+if hasattr(base, "training_step"):
+    training_step = base.training_step
+if hasattr(base, "make_optimizer"):
+    make_optimizer = base.make_optimizer
+"""
+
+
+# DeepLearningExamples' BERT SQuAD, GNMT and Transformer-XL scripts run the whole model in fp16 (apex AMP O2,
+# --math fp16) with fp32 master weights, and Lambda's benchmark runs the same scripts: their fp16 rows are profiled
+# as a pure 16-bit model (softmax, norms and activations in 16 bits) and estimated under fp16-mixed.
+HALF_MODEL = ("bert_large_squad", "bert_base_squad", "gnmt", "transformer_xl_base")
+
+
+def profiled_precision(row: dict) -> str:
+    return "bf16" if row["precision"] == "fp16-mixed" and row["model"] in HALF_MODEL else row["precision"]
+
+
+def channels_last(row: dict) -> bool:
+    return "nhwc" in row.get("stack", "").lower() or row["id"].endswith("-nhwc")
 
 
 def model_file(name: str, extra: Path | None) -> Path | None:
-    for folder in (ROOT / "profiles" / "models", extra):
+    for folder in (*MODEL_DIRS, extra):
         if folder is not None and (folder / f"{name}.py").is_file():
             return folder / f"{name}.py"
     return None
 
 
-def profile_for(row: Row, extra: Path | None, cache: Path):
-    from advisor.profiler.schema import load_profile
+def profile_for(row: dict, extra: Path | None, profiles: dict):
+    """The meta profile of the row's model at its precision and optimizer (cached by model file hash)."""
+    import hashlib
 
-    path = model_file(row.model, extra)
+    from advisor.profiler.profile import profile_model
+    from advisor.profiler.schema import load_profile, save_profile
+
+    path = model_file(row["model"], extra)
     if path is None:
         return None
-    batch = row.micro_batch or 1
-    out = cache / f"{row.model}-{row.precision}-b{batch}.yaml"
-    if not out.is_file():
-        cmd = [
-            sys.executable,
-            "-m",
-            "advisor",
-            "profile",
-            str(path),
-            "--device",
-            "meta",
-            "-b",
-            str(batch),
-            "--precision",
-            row.precision,
-            "-o",
-            str(out),
-        ]
-        subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True)
-    return load_profile(out)
+    optimizer = OPTIMIZER.get(row["optimizer"])
+    nhwc = channels_last(row)
+    precision = profiled_precision(row)
+    key = (row["model"], precision, optimizer, nhwc)
+    if key in profiles:
+        return profiles[key]
+    digest = hashlib.sha256(path.read_bytes() + CHANNELS_LAST.encode() * nhwc).hexdigest()[:12]
+    layout = "-nhwc" if nhwc else ""
+    cached = CACHE / f"{row['model']}{layout}-{precision}-{optimizer or 'file'}-{digest}.yaml"
+    if nhwc:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        wrapper = CACHE / f"{row['model']}_nhwc.py"
+        wrapper.write_text(CHANNELS_LAST.format(path=str(path)), encoding="utf-8")
+        path = wrapper
+    if cached.is_file():
+        prof = load_profile(cached)
+        if prof.module_calls is None:  # made before profiles counted module calls
+            prof = None
+    else:
+        prof = None
+    if prof is None:
+        batch = min(8, row["micro_batch"])
+        prof = profile_model(
+            path, batch_size=batch, device="meta", precision=precision, optimizer=optimizer, name=row["model"]
+        )
+        CACHE.mkdir(parents=True, exist_ok=True)
+        save_profile(prof, cached)
+    profiles[key] = prof
+    return prof
 
 
-def run(extra: Path | None, cache: Path) -> tuple[list[dict], list[str]]:
+def run(rows: list[dict], extra: Path | None) -> list[dict]:
     from advisor import api
 
     cat = api.catalog()
-    results, skipped = [], []
-    for row in ROWS:
-        prof = profile_for(row, extra, cache)
+    profiles: dict = {}
+    out = []
+    for row in rows:
+        prof = profile_for(row, extra, profiles)
         if prof is None:
-            skipped.append(f"{row.model} ({row.hardware}): no model file {row.model}.py")
+            print(f"skipped {row['id']}: no model file {row['model']}.py", file=sys.stderr)
             continue
         est = api.estimate(
             prof,
-            row.hardware,
-            count=row.count,
-            nodes=row.nodes,
-            precision=row.precision,
-            strategy=row.strategy,
-            checkpointing=row.checkpointing,
-            micro_batch=row.micro_batch,
-            global_batch=row.global_batch,
+            row["hardware"],
+            count=row["count"],
+            precision=row["precision"],
+            micro_batch=row["micro_batch"],
+            global_batch=row["global_batch"],
             cat=cat,
         )
-        world = est.config.world
-        value = est.samples_per_s
-        if row.unit == "tokens/s/device":
-            value = est.samples_per_s * (prof.tokens_per_sample or 1) / world
-        results.append(
+        value = est.samples_per_s * ((prof.tokens_per_sample or 1) if row["unit"] == "tokens/s" else 1)
+        device = cat.devices[est.device]
+        from advisor.estimator.bands import workload_kind
+
+        out.append(
             {
-                "model": row.model,
-                "hardware": row.hardware,
-                "devices": world,
-                "precision": row.precision,
-                "published": row.published,
+                "id": row["id"],
+                "set": row["set"],
+                "family": row["family"],
+                "model": row["model"],
+                "hardware": row["hardware"],
+                "device": device.id,
+                "efficiency": device.efficiency,
+                "kind": workload_kind(prof),
+                "count": row["count"],
+                "precision": row["precision"],
+                "micro_batch": row["micro_batch"],
+                "measured": row["measured"],
                 "estimated": value,
-                "unit": row.unit,
-                "error": (value - row.published) / row.published,
-                "mfu": est.mfu,
+                "unit": row["unit"],
+                "error": (value - row["measured"]) / row["measured"],
                 "fits": est.memory.fits,
-                "setup": row.setup,
-                "source": row.source,
+                "mfu": est.mfu,
+                "band": est.error_band,
             }
         )
-    return results, skipped
+    return out
 
 
-def table(results: list[dict]) -> str:
-    lines = [
-        "| model | hardware | devices | precision | published | estimated | unit | error | est. MFU |",
-        "|---|---|---:|---|---:|---:|---|---:|---:|",
-    ]
+def summarize(results: list[dict], key: str) -> dict[str, dict]:
+    groups: dict[str, list[float]] = {}
     for r in results:
-        fit = "" if r["fits"] else " (does not fit)"
-        lines.append(
-            f"| {r['model']} | {r['hardware']} | {r['devices']} | {r['precision']} | {r['published']:,.0f} | "
-            f"{r['estimated']:,.0f}{fit} | {r['unit']} | {100 * r['error']:+.0f} % | {100 * r['mfu']:.0f} % |"
+        groups.setdefault(r[key], []).append(r["error"])
+    return {
+        k: {
+            "rows": len(v),
+            "median": statistics.median(abs(e) for e in v),
+            "max": max(abs(e) for e in v),
+            "mean": statistics.mean(v),
+            "same_sign": all(e > 0 for e in v) or all(e < 0 for e in v),
+        }
+        for k, v in sorted(groups.items())
+    }
+
+
+def markdown(results: list[dict], wall_s: float) -> str:
+    report = [r for r in results if r["set"] == "report"]
+    tuning = [r for r in results if r["set"] == "tuning"]
+
+    def line(rows):
+        errs = [abs(r["error"]) for r in rows]
+        return (
+            f"{len(rows)} rows, median |error| **{statistics.median(errs):.0%}**, max **{max(errs):.0%}**, "
+            f"mean signed {statistics.mean(r['error'] for r in rows):+.0%}"
         )
-    groups = (
-        ("measured step throughput (DeepLearningExamples)", [r for r in results if r["unit"] == "samples/s"]),
-        ("derived from GPU-hour totals (lower bounds)", [r for r in results if r["unit"] != "samples/s"]),
-    )
-    lines.append("")
-    for label, rows in groups:
-        if rows:
-            errs = [abs(r["error"]) for r in rows]
-            lines.append(
-                f"- {label}: {len(rows)} setups, median absolute error {100 * statistics.median(errs):.0f} %, "
-                f"maximum {100 * max(errs):.0f} %, mean signed error "
-                f"{100 * statistics.mean(r['error'] for r in rows):+.0f} %"
+
+    lines = [
+        f"Run on {dt.date.today().isoformat()} ({wall_s:.0f} s): {len(results)} published rows, "
+        f"{len({r['device'] for r in results})} GPUs.",
+        "",
+        f"- report rows (families never used for fitting): {line(report)}",
+        f"- tuning rows: {line(tuning)}",
+        "",
+        "| report family | rows | median \\|error\\| | max \\|error\\| | mean signed |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for fam, s in summarize(report, "family").items():
+        lines.append(f"| {fam} | {s['rows']} | {s['median']:.0%} | {s['max']:.0%} | {s['mean']:+.0%} |")
+    lines += [
+        "",
+        "| device (report rows) | rows | median \\|error\\| | max \\|error\\| | mean signed |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for dev, s in summarize(report, "device").items():
+        flag = " (all one sign)" if s["same_sign"] and s["rows"] > 1 else ""
+        lines.append(f"| {dev} | {s['rows']} | {s['median']:.0%} | {s['max']:.0%} | {s['mean']:+.0%}{flag} |")
+    return "\n".join(lines)
+
+
+def bands(results: list[dict]) -> dict:
+    """Error bands per efficiency family and workload kind, from the report rows: the median |error| of
+    the rows each covers (at least 3 rows for a kind; otherwise the family's band over all its kinds)."""
+    today = dt.date.today().isoformat()
+    report = [r for r in results if r["set"] == "report"]
+    entries = []
+    by_family: dict[str, list[dict]] = {}
+    for r in report:
+        by_family.setdefault(r["efficiency"], []).append(r)
+    for family, rows in sorted(by_family.items()):
+        groups = {"any": rows}
+        for r in rows:
+            groups.setdefault(r["kind"], []).append(r)
+        for kind, group in sorted(groups.items()):
+            if kind != "any" and len(group) < 3:
+                continue
+            errs = [abs(r["error"]) for r in group]
+            devices = sorted({r["device"] for r in group})
+            entries.append(
+                {
+                    "id": f"gpu-{family}-{kind}",
+                    "applies_to": family,
+                    "workload": kind,
+                    "error_band": round(statistics.median(errs), 3),
+                    "max_error": round(max(errs), 3),
+                    "bias": round(statistics.mean(r["error"] for r in group), 3),  # + : estimates too fast
+                    "rows": len(group),
+                    "basis": f"median |error| of {len(group)} published {kind if kind != 'any' else ''} training "
+                    f"runs on {', '.join(devices)} (report rows of benchmarks/published.py)".replace("  ", " "),
+                    "source": "benchmarks/published.py over benchmarks/data/published_gpu.yaml",
+                    "as_of": today,
+                }
             )
-    return "\n".join(lines)
+    return {"accuracy": entries}
 
 
-def sources(results: list[dict]) -> str:
-    seen, lines = set(), []
-    for r in results:
-        lines.append(f"- {r['model']} on {r['hardware']}: {r['setup']} ({r['source']})")
-        seen.add(r["source"])
-    lines.append(f"- batch sizes of the ResNet-50 rows: {DLE_RN50_CFG}")
-    return "\n".join(lines)
+def write_readme(text: str) -> None:
+    readme = ROOT / "README.md"
+    body = readme.read_text(encoding="utf-8")
+    if BEGIN not in body or END not in body:
+        print(f"README.md has no {BEGIN} ... {END} markers: tables not written", file=sys.stderr)
+        return
+    new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: f"{BEGIN}\n{text}\n{END}", body, flags=re.S)
+    readme.write_text(new, encoding="utf-8")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", type=Path, help="folder with model files missing from profiles/models")
-    ap.add_argument("--cache", type=Path, help="folder for the generated profiles (default: a temporary one)")
-    ap.add_argument("--out", type=Path, help="also write the table and sources as Markdown here")
+    ap.add_argument("--data", type=Path, default=DATA, help="published rows (default: %(default)s)")
+    ap.add_argument("--models", type=Path, help="another folder of model files")
+    ap.add_argument("--only", help="comma-separated families")
+    ap.add_argument("--no-write", action="store_true", help="print only: no CSV, bands or README")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        cache = args.cache or Path(tmp)
-        cache.mkdir(parents=True, exist_ok=True)
-        results, skipped = run(args.models, cache)
-    text = table(results) + "\n\nSetups and sources:\n" + sources(results)
-    if skipped:
-        text += "\n\nSkipped (model file not found):\n" + "\n".join(f"- {s}" for s in skipped)
+    from advisor.io import dump_yaml, read_yaml, write_atomic
+
+    start = time.perf_counter()
+    rows = read_yaml(args.data)["rows"]
+    if args.only:
+        keep = set(args.only.split(","))
+        rows = [r for r in rows if r["family"] in keep]
+    results = run(rows, args.models)
+    for r in results:
+        print(
+            f"{r['set']:6s} {r['id']:42s} {r['device']:16s} x{r['count']} {r['precision']:10s} "
+            f"b={r['micro_batch']:<5d} measured {r['measured']:10,.0f} est {r['estimated']:10,.0f} {r['unit']:9s} "
+            f"{r['error']:+6.0%}"
+            f"{'' if r['fits'] else ' (does not fit)'}",
+            file=sys.stderr,
+        )
+    text = markdown(results, time.perf_counter() - start)
     print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    if args.no_write or args.only:
+        return
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with open(RESULTS / "published-gpu.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(results[0]))
+        writer.writeheader()
+        writer.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in results)
+    header = (
+        "# Generated by benchmarks/published.py from the report rows of benchmarks/data/published_gpu.yaml: "
+        "do not edit.\n"
+    )
+    write_atomic(BANDS, header + dump_yaml(bands(results)), "error bands")
+    write_readme(text)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def test_every_option_trains_at_the_recipes_global_batch(gpt2):
     assert (q.global_batch, q.global_batch_source) == (512, "the model file's GLOBAL_BATCH")
     # 512 = 2^9 and every device count here is a power of two up to 512: always an exact factorization
     assert all(o.global_batch == 512 and o.global_batch_reason is None for o in gpt2.options + gpt2.pareto)
-    assert all(o.micro_batch * o.accumulation * o.devices == 512 for o in gpt2.options)
+    assert all(o.micro_batch * o.accumulation * o.dp == 512 for o in gpt2.options)
 
 
 def test_start_up_checkpoints_and_evaluation_are_in_every_total(gpt2):

@@ -1,13 +1,13 @@
-"""Microbenchmarks of the local device in eager PyTorch: matmul by size and dtype, memory traffic by size,
-elementwise throughput, and the fixed cost of one op in each phase of a training step.
+"""Microbenchmarks of the local device in eager PyTorch: matmul by size, shape and dtype, convolutions, memory
+traffic by size, the common vector ops by size, and the fixed cost of a dispatch.
 
 Each benchmark returns plain numbers (seconds per call, FLOPs, bytes); `advisor.calibration.overlay` turns
-them into a catalog device and efficiency profile. torch is imported inside the functions.
+them into a catalog device and efficiency profile, `advisor.calibration.quality` checks them for the marks of
+a busy machine. torch is imported inside the functions.
 """
 
 from __future__ import annotations
 
-import itertools
 import statistics
 import time
 from collections.abc import Callable
@@ -17,6 +17,7 @@ MATMUL_SIZES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 COPY_ELEMENTS = tuple(2**k for k in range(8, 26))  # 1 KiB .. 128 MiB of fp32
 VECTOR_ELEMENTS = 1 << 22
 COLD_SETS = 512  # at most this many operand pairs per matmul size
+NOISY_SPREAD = 1.25  # rounds of one measurement further apart than this (slowest / fastest) are suspect
 
 
 @dataclass
@@ -31,181 +32,196 @@ class Measurements:
     name: str
     threads: int
     dispatch_s: float = 0.0  # one trivial op: the floor every op pays
-    matmul: dict[str, list[Point]] = field(default_factory=dict)  # dtype -> points by FLOPs
+    matmul: dict[str, list[Point]] = field(default_factory=dict)  # dtype -> square GEMMs by FLOPs
+    skinny: list[tuple[float, float, float]] = field(default_factory=list)  # fp32 GEMMs: (FLOPs, bytes, s)
     copy: list[Point] = field(default_factory=list)  # by bytes moved (read + written)
     vector_flops_s: float = 0.0  # achieved FLOP/s of a large, compute-heavy elementwise op (gelu)
     vector_bytes: float = 0.0
     vector_seconds: float = 0.0
     phase_overhead_s: dict[str, float] = field(default_factory=dict)
-    conv: list[tuple[float, float, float]] = field(default_factory=list)  # (FLOPs, bytes, seconds) per call
-    op_efficiency: dict[str, float] = field(default_factory=dict)  # aten op -> efficiency vs the fp32 peak
+    module_overhead_s: float | None = None
+    conv: list[tuple[float, float, float]] = field(default_factory=list)  # forward: (FLOPs, bytes, s) per call
+    conv_backward: list[tuple[float, float, float]] = field(default_factory=list)
+    ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
+    floors: dict[str, float] = field(default_factory=dict)  # aten op -> seconds of its smallest call
+    op_efficiency: dict[str, float] = field(default_factory=dict)  # older calibrations: aten op -> efficiency
+    spreads: list[tuple[str, float]] = field(default_factory=list)  # (what, slowest / fastest round)
+    checks: dict[str, float] = field(default_factory=dict)  # reference figures for quality.py
+    warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0  # how long calibration took
 
 
-def timed(
-    fn: Callable[[], object],
-    sync: Callable[[], None],
-    min_s: float,
-    repeats: int,
-    now: Callable[[], float] = time.perf_counter,
-) -> float:
-    """Seconds per call of `fn` over `repeats` rounds of as many calls as fill `min_s`: the median on the
-    process's CPU clock (the statistic validate reports for model steps), the fastest round on the wall
-    clock, because other processes on a shared machine only ever slow a wall-clock round down."""
-    fn()
-    sync()
-    n, elapsed = 1, 0.0
-    while True:  # find how many calls fill min_s
-        t0 = now()
-        for _ in range(n):
-            fn()
-        sync()
-        elapsed = now() - t0
-        if elapsed >= min_s or n >= 1 << 16:
-            break
-        n = max(n * 2, int(n * min_s / max(elapsed, 1e-9)))
-    rounds = [elapsed / n]
-    for _ in range(repeats - 1):
-        t0 = now()
-        for _ in range(n):
-            fn()
-        sync()
-        rounds.append((now() - t0) / n)
-    return statistics.median(rounds) if now is time.process_time else min(rounds)
+class Clock:
+    """Times a callable: rounds of as many calls as fill `min_s`, `repeats` rounds. On one CPU thread it
+    counts the process's CPU time (time slices lost to other processes on a shared machine do not count,
+    the work itself, cache misses included, does) and reports the median round; otherwise the wall clock
+    and the fastest round, since other processes only ever slow a wall-clock round down. Every measurement
+    keeps the spread of its rounds (slowest / fastest) for the quality checks."""
 
+    def __init__(self, device: str, min_s: float, repeats: int, threads: int = 1):
+        import torch
 
-def cuda_timed(fn: Callable[[], object], min_s: float, repeats: int) -> float:
-    """As `timed`, with CUDA events around each round (the GPU's own clock, launch queue included)."""
-    import torch
+        self.cuda = device == "cuda"
+        self.sync = torch.cuda.synchronize if self.cuda else (lambda: None)
+        self.min_s, self.repeats = min_s, repeats
+        self.process = not self.cuda and threads == 1
+        self.now = time.process_time if self.process else time.perf_counter
+        self.spreads: list[tuple[str, float]] = []
 
-    fn()
-    torch.cuda.synchronize()
-    n = 1
-    while True:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        rounds = []
-        for _ in range(repeats):
-            start.record()
+    def __call__(self, fn: Callable[[], object], what: str = "", scale: float = 1.0) -> float:
+        if self.cuda:
+            rounds = self._cuda_rounds(fn)
+        else:
+            rounds = self._rounds(fn)
+        if what:
+            self.spreads.append((what, max(rounds) / max(min(rounds), 1e-12)))
+        value = statistics.median(rounds) if self.process or self.cuda else min(rounds)
+        return value * scale
+
+    def _rounds(self, fn) -> list[float]:
+        fn()
+        self.sync()
+        n, elapsed = 1, 0.0
+        while True:  # how many calls fill min_s
+            t0 = self.now()
             for _ in range(n):
                 fn()
-            end.record()
-            torch.cuda.synchronize()
-            rounds.append(start.elapsed_time(end) / 1e3 / n)
-        if min(rounds) * n >= min_s or n >= 1 << 16:
-            return statistics.median(rounds)
-        n = max(n * 2, int(n * min_s / max(min(rounds) * n, 1e-9)))
+            self.sync()
+            elapsed = self.now() - t0
+            if elapsed >= self.min_s or n >= 1 << 16:
+                break
+            n = max(n * 2, int(n * self.min_s / max(elapsed, 1e-9)))
+        rounds = [elapsed / n]
+        for _ in range(self.repeats - 1):
+            t0 = self.now()
+            for _ in range(n):
+                fn()
+            self.sync()
+            rounds.append((self.now() - t0) / n)
+        return rounds
+
+    def _cuda_rounds(self, fn) -> list[float]:
+        """CUDA events around each round (the GPU's own clock, launch queue included)."""
+        import torch
+
+        fn()
+        torch.cuda.synchronize()
+        n = 1
+        while True:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            rounds = []
+            for _ in range(self.repeats):
+                start.record()
+                for _ in range(n):
+                    fn()
+                end.record()
+                torch.cuda.synchronize()
+                rounds.append(start.elapsed_time(end) / 1e3 / n)
+            if min(rounds) * n >= self.min_s or n >= 1 << 16:
+                return rounds
+            n = max(n * 2, int(n * self.min_s / max(min(rounds) * n, 1e-9)))
 
 
-# (batch, channels, side, groups, kernel): depthwise 3x3, pointwise 1x1 and dense 3x3 layers of CNNs.
-CONV_SHAPES = (
-    (16, 32, 32, 32, 3),
-    (16, 128, 16, 128, 3),
-    (16, 512, 8, 512, 3),
-    (16, 32, 32, 1, 1),
-    (16, 128, 16, 1, 1),
-    (16, 512, 8, 1, 1),
-    (16, 16, 32, 1, 3),
-    (16, 64, 16, 1, 3),
-    (16, 256, 8, 1, 3),
-)
+def alternate(fns: list[Callable[[], object]]) -> Callable[[], object]:
+    """One callable that runs `fns` in turn: inputs rotate, as a layer's do from one call to the next."""
+    state = [0]
+
+    def call():
+        state[0] = (state[0] + 1) % len(fns)
+        return fns[state[0]]()
+
+    return call
 
 
-def conv_points(device: str, clock, quick: bool) -> list[tuple[float, float, float]]:
-    """Forward and backward (input and weight gradients) of CNN-like conv2d layers, NCHW as eager runs
-    them: (FLOPs, bytes read + written, seconds) per call, counted as the profiler counts them."""
+def memory_points(device: str, clock: Clock, quick: bool) -> list[Point]:
+    """An out-of-place elementwise add by bytes moved (two inputs read, one output written), as the ops of
+    a training step run: a fresh output per call, the inputs alternating between two sets so that large
+    ones come from memory and small ones from the caches."""
     import torch
-    import torch.nn.functional as F
 
+    elements = COPY_ELEMENTS[::4] if quick else COPY_ELEMENTS
+    if device == "cuda" and not quick:
+        elements = (*elements, 1 << 27, 1 << 28)
     out = []
-    for n, c, side, groups, k in CONV_SHAPES[::4] if quick else CONV_SHAPES:
-        x = torch.randn(n, c, side, side, device=device, requires_grad=True)
-        w = torch.randn(c, c // groups, k, k, device=device, requires_grad=True)
-        y = F.conv2d(x, w, padding=k // 2, groups=groups)
-        gy = torch.randn_like(y)
-        flops = 2.0 * y.numel() * (c // groups) * k * k
-        act, wb = 4.0 * x.numel(), 4.0 * w.numel()
-        t_fwd = clock(lambda x=x, w=w, k=k, g=groups: F.conv2d(x, w, padding=k // 2, groups=g))
-        t_both = clock(
-            lambda x=x, w=w, k=k, g=groups, gy=gy: torch.autograd.grad(
-                F.conv2d(x, w, padding=k // 2, groups=g), (x, w), gy
-            )
-        )
-        out.append((flops, 2 * act + wb, t_fwd))  # read x and w, write y (same size as x here)
-        out.append((2 * flops, 3 * act + 2 * wb, max(t_both - t_fwd, 0.1 * t_both)))  # read gy, x, w; write gx, gw
+    for n in elements:
+        pairs = [(torch.randn(n, device=device), torch.randn(n, device=device)) for _ in range(2)]
+        fn = alternate([lambda a=a, b=b: torch.add(a, b) for a, b in pairs])
+        out.append(Point(12.0 * n, clock(fn, f"add {12 * n / 1e6:.3g} MB")))
     return out
+
+
+def module_call(device: str, clock: Clock) -> float:
+    """Seconds an nn.Module call adds to the op it runs (its __call__ and hook machinery, in Python)."""
+    import torch
+
+    class Relu(torch.nn.Module):
+        def forward(self, t):
+            return torch.relu(t)
+
+    small, module = torch.randn(16, device=device), Relu()
+    return max(0.0, clock(lambda: module(small), "module call") - clock(lambda: torch.relu(small), "relu call"))
 
 
 def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s: None) -> Measurements:
     """Every microbenchmark on `device` ('cpu' or 'cuda'). `quick` trims sizes and time (tests)."""
     import torch
 
+    from advisor.calibration import kernels, ops
     from advisor.profiler.device import cpu_name
 
     start = time.perf_counter()
     cuda = device == "cuda"
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    threads = torch.get_num_threads()
     min_s, repeats = (0.002, 2) if quick else (0.02, 5)
-    cold_bytes = (256e6 if cuda else 64e6) / (16 if quick else 1)  # beyond the last-level cache
-
-    # On one CPU thread, count the process's CPU time: time slices lost to other work on a shared machine
-    # then do not count, while the work itself (cache misses included) does.
-    now = time.process_time if not cuda and torch.get_num_threads() == 1 else time.perf_counter
-
-    def clock(fn):
-        return cuda_timed(fn, min_s, repeats) if cuda else timed(fn, sync, min_s, repeats, now)
-
+    clock = Clock(device, min_s, repeats, threads)
     name = torch.cuda.get_device_name() if cuda else cpu_name()
-    m = Measurements(device=device, name=name, threads=torch.get_num_threads())
+    m = Measurements(device=device, name=name, threads=threads)
     one = torch.ones(1, device=device)
-    m.dispatch_s = clock(lambda: torch.add(one, one))
+    m.dispatch_s = clock(lambda: torch.add(one, one), "dispatch")
+    m.checks["dispatch_first_s"] = m.dispatch_s
+    m.module_overhead_s = module_call(device, clock)
+    m.checks["matmul_ref_first_s"] = kernels.reference_matmul(device, clock)
+    if not cuda and threads > 1:
+        # the same two figures on one thread and the process clock, which other processes cannot inflate:
+        # the quiet figures the many-thread ones are checked against
+        torch.set_num_threads(1)
+        try:
+            one_thread = Clock(device, min_s, repeats, 1)
+            m.checks["dispatch_1thread_s"] = one_thread(lambda: torch.add(one, one))
+            m.checks["matmul_ref_1thread_s"] = kernels.reference_matmul(device, one_thread)
+        finally:
+            torch.set_num_threads(threads)
 
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
     if cuda:
         dtypes["fp16"] = torch.float16
-    sizes = MATMUL_SIZES[::3] if quick else MATMUL_SIZES
-    if cuda and not quick:
-        sizes = (*sizes, 2048, 4096, 8192)
     for label, dt in dtypes.items():
         tick(f"matmul {label}")
-        points = []
-        for n in sizes:
-            # Operands rotate through more memory than the caches hold: in a training step a GEMM's weights
-            # and activations arrive from memory, not from the cache a repeated call would leave them in.
-            sets = [
-                (torch.randn(n, n, device=device, dtype=dt), torch.randn(n, n, device=device, dtype=dt))
-                for _ in range(max(2, min(COLD_SETS, int(cold_bytes / (2 * n * n * dt.itemsize)))))
-            ]
-            # The three layouts of a linear layer's GEMMs: forward x·Wᵀ, input gradient g·W, weight gradient gᵀ·x.
-            times = []
-            for layout in (lambda a, b: torch.mm(a, b.t()), torch.mm, lambda a, b: torch.mm(a.t(), b)):
-                turn = itertools.cycle(sets)
-                times.append(clock(lambda turn=turn, f=layout: f(*next(turn))))
-            points.append(Point(2.0 * n**3, statistics.mean(times)))
-        m.matmul[label] = points
-
+        m.matmul[label] = kernels.square_points(device, dt, clock, quick)
+    tick("matmul shapes")
+    m.skinny = kernels.skinny_points(device, clock, quick)
     tick("convolutions")
-    m.conv = conv_points(device, clock, quick)
-
+    m.conv, m.conv_backward = kernels.conv_points(device, clock, quick)
+    m.floors = kernels.floors(device, clock)
     tick("memory bandwidth")
-    elements = COPY_ELEMENTS[::4] if quick else COPY_ELEMENTS
-    if cuda and not quick:
-        elements = (*elements, 1 << 27, 1 << 28)
-    for n in elements:
-        src = torch.randn(n, device=device)
-        dst = torch.empty_like(src)
-        m.copy.append(Point(8.0 * n, clock(lambda s=src, d=dst: d.copy_(s))))
+    m.copy = memory_points(device, clock, quick)
 
     tick("elementwise")
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     x = torch.randn(n, device=device)
     out = torch.empty_like(x)
-    t = clock(lambda: torch.ops.aten.gelu.out(x, out=out))
+    t = clock(lambda: torch.ops.aten.gelu.out(x, out=out), "gelu")
     m.vector_seconds, m.vector_bytes = t, 8.0 * n
     m.vector_flops_s = 5.0 * n / max(t - m.dispatch_s, 1e-9)  # the profiler counts gelu (erf) as 5 per element
-    tick("attention and transcendental ops")
-    from advisor.calibration.ops import measure as op_measure
-
-    peak = max(p.size / max(p.seconds - m.dispatch_s, 0.1 * p.seconds) for p in m.matmul["fp32"])
-    m.op_efficiency = op_measure(device, clock, peak, m.dispatch_s)
+    tick("vector ops by size")
+    quick_clock = Clock(device, min_s / 2, max(2, repeats - 2), threads)  # many small cases: shorter rounds
+    quick_clock.spreads = clock.spreads
+    m.ops = ops.measure(device, quick_clock, quick, tick)
+    # the same reference figures once more at the end: a busy machine shows as a change between the two
+    m.checks["dispatch_last_s"] = clock(lambda: torch.add(one, one), "dispatch again")
+    ref = kernels.reference_matmul(device, clock)
+    m.checks["matmul_ref_last_s"] = ref
+    m.checks["matmul_ref_flops"] = kernels.REFERENCE_FLOPS
+    m.spreads = list(clock.spreads)
     m.seconds = time.perf_counter() - start
     return m

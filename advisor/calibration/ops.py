@@ -1,67 +1,249 @@
-"""Per-op efficiencies for ops whose cost the FLOP count misjudges: fused attention (its softmax and
-masking) and transcendental elementwise work (exp, sqrt, tanh, softmax...), each counted as one FLOP
-per element by the profiler but costing far more on a CPU's vector units.
+"""The vector and memory ops of a training step, each timed at a few sizes: normalisations, activations and
+their gradients, softmax, pooling, embedding gathers and their scatters, dropout, reductions, copies, the
+in-place updates of the optimizers, and fused attention.
 
-Each case runs once under the profiler's own counter (so its FLOPs are exactly what a profile would record)
-and is then timed; the op's efficiency is counted FLOPs / (seconds × the fp32 peak). fp32 only.
+Their cost is not their FLOP count, nor simply their bytes at the best bandwidth: batch norm on a CPU makes
+several passes over NCHW data, an embedding-bag gradient zeroes and scatters into the whole table, erf and
+exp cost far more than one FLOP. Each case calls one aten op directly (the backward ops with the tensors
+autograd would pass them), runs once under the profiler's own counter, so its FLOPs and bytes are exactly
+what a profile records, and is then timed with its inputs alternating between two sets. The overlay turns
+each (FLOPs, bytes, seconds) into an efficiency against the op's own roofline at the device's peaks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-ELEMENTS = 1 << 18  # 1 MiB of fp32: a layer's activations, in the caches as they are in a training step
+from advisor.calibration.bench import Clock, alternate
+
+# activation elements per call: 1 KiB .. 8 MiB of fp32. Two alternating input sets of the largest size no longer
+# fit in a server's last-level cache; larger fresh outputs would be mmap'ed by glibc on every call (beyond its
+# 32 MiB threshold), a cost the add memory curve (up to 128 MiB) already carries.
+SIZES = (1 << 8, 1 << 12, 1 << 16, 1 << 19, 1 << 21)
+# Gradients of gathers: a zeroed table of the weight's size (written), then a scatter-add of the gathered rows
+# (read). The table is costed as memory traffic, the scatter by its own curve over the bytes it reads.
+SCATTERS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
+ATTENTION_SIZES = (1 << 14, 1 << 18)
+CHANNELS, SIDE, WIDTH, ROWS_WIDE, TABLE = 64, 16, 256, 1024, 4096  # a small table: the scatter dominates
 
 
-def _cases(device: str):
+def _cases(device: str) -> list[tuple[str, Callable[[int], Callable[[], object]]]]:
+    """(aten op, make(n) -> a call of that op on about n activation elements)."""
     import torch
-    import torch.nn.functional as F
 
-    x = torch.rand(ELEMENTS // 1024, 1024, device=device) + 0.5
-    g = torch.randn_like(x)
-    sm = torch.softmax(x, -1)
-    lsm = torch.log_softmax(x, -1)
-    q = torch.randn(4, 4, 256, 64, device=device, requires_grad=True)
-    k = torch.randn_like(q, requires_grad=True)
-    v = torch.randn_like(q, requires_grad=True)
-    gy = torch.randn_like(q)
+    A = torch.ops.aten
 
-    def attention():
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    def x(*shape, low: float | None = None):
+        t = torch.randn(*shape, device=device)
+        return t.abs() + low if low is not None else t
+
+    def flat(n):
+        return x(n), x(n)
+
+    def nchw(n):
+        """(N, C, H, W) of about n elements: up to 64 channels of up to 16 x 16, then a growing batch."""
+        c = min(CHANNELS, max(4, n // 256))
+        side = min(SIDE, max(2, int((n // c) ** 0.5)))
+        return max(1, n // (c * side * side)), c, side, side
+
+    def bn(n):
+        shape = nchw(n)
+        c = shape[1]
+        inp, w, b = x(*shape), x(c), x(c)
+        rm, rv = torch.zeros(c, device=device), torch.ones(c, device=device)
+        return inp, w, b, rm, rv
+
+    def bn_bwd(n):
+        inp, w, b, rm, rv = bn(n)
+        _, mean, invstd = A.native_batch_norm(inp, w, b, rm, rv, True, 0.1, 1e-5)
+        g = torch.randn_like(inp)
+        return lambda: A.native_batch_norm_backward(g, inp, w, rm, rv, mean, invstd, True, 1e-5, [True] * 3)
+
+    def gn_args(n):
+        n_, c, h, w_ = nchw(n)
+        return x(n_, c, h, w_), x(c), x(c), n_, c, h * w_, min(8, c)
+
+    def gn(n):
+        inp, w, b, batch, c, hw, groups = gn_args(n)
+        return lambda: A.native_group_norm(inp, w, b, batch, c, hw, groups, 1e-5)
+
+    def gn_bwd(n):
+        inp, w, b, batch, c, hw, groups = gn_args(n)
+        _, mean, rstd = A.native_group_norm(inp, w, b, batch, c, hw, groups, 1e-5)
+        g = torch.randn_like(inp)
+        return lambda: A.native_group_norm_backward(g, inp, mean, rstd, w, batch, c, hw, groups, [True] * 3)
+
+    def ln_bwd(n):
+        inp, w, b = x(max(1, n // WIDTH), WIDTH), x(WIDTH), x(WIDTH)
+        _, mean, rstd = A.native_layer_norm(inp, [WIDTH], w, b, 1e-5)
+        g = torch.randn_like(inp)
+        return lambda: A.native_layer_norm_backward(g, inp, [WIDTH], mean, rstd, w, b, [True] * 3)
+
+    def rows(n):
+        return x(max(1, n // ROWS_WIDE), ROWS_WIDE)
+
+    def softmax_bwd(op, n):
+        inp = rows(n)
+        out = A._softmax(inp, -1, False) if op == "soft" else A._log_softmax(inp, -1, False)
+        g = torch.randn_like(inp)
+        back = A._softmax_backward_data if op == "soft" else A._log_softmax_backward_data
+        return lambda: back(g, out, -1, torch.float32)
+
+    def pool_bwd(n):
+        inp = x(*nchw(n))
+        out, idx = A.max_pool2d_with_indices(inp, [2, 2], [2, 2])
+        g = torch.randn_like(out)
+        return lambda: A.max_pool2d_with_indices_backward(g, inp, [2, 2], [2, 2], [0, 0], [1, 1], False, idx)
+
+    def table(n):
+        idx = torch.randint(0, TABLE, (max(1, n // CHANNELS),), device=device)
+        return x(TABLE, CHANNELS), idx
+
+    def emb_bwd(n):
+        _, idx = table(n)
+        g = x(idx.numel(), CHANNELS)
+        return lambda: A.embedding_dense_backward(g, idx, TABLE, -1, False)
+
+    def bag(n):
+        w, idx = table(4 * n)
+        offsets = torch.arange(0, idx.numel(), 4, device=device)
+        return w, idx, offsets
+
+    def bag_bwd(n):
+        w, idx, offsets = bag(n)
+        out, o2b, size, mx = A._embedding_bag(w, idx, offsets, False, 0, False, None, False, -1)
+        g = torch.randn_like(out)
+        return lambda: A._embedding_bag_backward(g, idx, offsets, o2b, size, mx, TABLE, False, 0, False, None, -1)
+
+    def dropout_bwd(n):
+        g, inp = flat(n)
+        mask = A.native_dropout(inp, 0.1, True)[1]
+        return lambda: A.native_dropout_backward(g, mask, 1 / 0.9)
+
+    def unary(op, low=None):
+        return lambda n: lambda t=x(n, low=low): op(t)
+
+    def grad_of(op, fwd=None):
+        def make(n):
+            g, inp = flat(n)
+            saved = fwd(inp) if fwd is not None else inp
+            return lambda: op(g, saved)
+
+        return make
+
+    def inplace(fn):
+        def make(n):
+            a, b = flat(n)
+            c = x(n, low=0.5)
+            return lambda: fn(a, b, c)
+
+        return make
 
     return [
-        ("forward", lambda: torch.sqrt(x)),
-        ("forward", lambda: torch.exp(x)),
-        ("forward", lambda: torch.tanh(x)),
-        ("forward", lambda: torch.sigmoid(x)),
-        ("forward", lambda: torch.softmax(x, -1)),
-        ("forward", lambda: torch.log_softmax(x, -1)),
-        ("forward", lambda: torch.ops.aten._softmax_backward_data(g, sm, -1, torch.float32)),
-        ("forward", lambda: torch.ops.aten._log_softmax_backward_data(g, lsm, -1, torch.float32)),
-        ("forward", attention),
-        ("backward", lambda: torch.autograd.grad(attention(), (q, k, v), gy)),
+        ("aten.relu", unary(A.relu)),
+        ("aten.threshold_backward", lambda n: lambda g=x(n), t=x(n): A.threshold_backward(g, t, 0.0)),
+        ("aten.gelu", unary(A.gelu)),
+        ("aten.gelu_backward", grad_of(A.gelu_backward)),
+        ("aten.silu", unary(A.silu)),
+        ("aten.silu_backward", grad_of(A.silu_backward)),
+        ("aten.sigmoid", unary(A.sigmoid)),
+        ("aten.sigmoid_backward", grad_of(A.sigmoid_backward, torch.sigmoid)),
+        ("aten.tanh", unary(A.tanh)),
+        ("aten.tanh_backward", grad_of(A.tanh_backward, torch.tanh)),
+        ("aten.hardtanh", lambda n: lambda t=x(n): A.hardtanh(t, 0.0, 6.0)),
+        ("aten.hardtanh_backward", lambda n: lambda g=x(n), t=x(n): A.hardtanh_backward(g, t, 0.0, 6.0)),
+        ("aten.native_batch_norm", lambda n: lambda a=bn(n): A.native_batch_norm(*a, True, 0.1, 1e-5)),
+        ("aten.native_batch_norm_backward", bn_bwd),
+        ("aten.native_group_norm", gn),
+        ("aten.native_group_norm_backward", gn_bwd),
+        (
+            "aten.native_layer_norm",
+            lambda n: lambda t=x(max(1, n // WIDTH), WIDTH), w=x(WIDTH): A.native_layer_norm(t, [WIDTH], w, w, 1e-5),
+        ),
+        ("aten.native_layer_norm_backward", ln_bwd),
+        ("aten._softmax", lambda n: lambda t=rows(n): A._softmax(t, -1, False)),
+        ("aten._softmax_backward_data", lambda n: softmax_bwd("soft", n)),
+        ("aten._log_softmax", lambda n: lambda t=rows(n): A._log_softmax(t, -1, False)),
+        ("aten._log_softmax_backward_data", lambda n: softmax_bwd("log", n)),
+        ("aten.max_pool2d_with_indices", lambda n: lambda t=x(*nchw(n)): A.max_pool2d_with_indices(t, [2, 2], [2, 2])),
+        ("aten.max_pool2d_with_indices_backward", pool_bwd),
+        ("aten.embedding", lambda n: lambda a=table(n): A.embedding(*a)),
+        ("aten.embedding_dense_backward", emb_bwd),
+        (
+            "aten._embedding_bag",
+            lambda n: lambda a=bag(n): A._embedding_bag(a[0], a[1], a[2], False, 0, False, None, False, -1),
+        ),
+        ("aten._embedding_bag_backward", bag_bwd),
+        ("aten.native_dropout", lambda n: lambda t=x(n): A.native_dropout(t, 0.1, True)),
+        ("aten.native_dropout_backward", dropout_bwd),
+        ("aten.sum", lambda n: lambda t=x(max(1, n // WIDTH), WIDTH): A.sum.dim_IntList(t, [0])),
+        ("aten.mul", lambda n: lambda a=flat(n): A.mul.Tensor(*a)),
+        ("aten.cat", lambda n: lambda a=flat(n // 2): A.cat([a[0].view(-1, 64), a[1].view(-1, 64)], 1)),
+        ("aten.clone", unary(A.clone)),
+        ("aten.sqrt", unary(A.sqrt, low=0.5)),
+        ("aten.exp", unary(A.exp)),
+        ("aten.div", lambda n: lambda a=x(n), b=x(n, low=0.5): A.div.Tensor(a, b)),
+        ("aten.mul_", inplace(lambda a, b, c: a.mul_(1.0))),
+        ("aten.add_", inplace(lambda a, b, c: a.add_(b, alpha=1e-12))),
+        ("aten.addcmul_", inplace(lambda a, b, c: c.addcmul_(b, b, value=1e-12))),
+        ("aten.addcdiv_", inplace(lambda a, b, c: a.addcdiv_(b, c, value=-1e-12))),
+        ("aten.lerp_", inplace(lambda a, b, c: a.lerp_(b, 0.1))),
     ]
 
 
-def measure(device: str, clock: Callable, peak_flops: float, dispatch_s: float) -> dict[str, float]:
-    """{aten op: efficiency}. A backward case times forward + backward and subtracts the forward op's time."""
+def _attention(device: str, n: int):
+    """Causal fused attention on about n elements per q/k/v: (forward call, forward + backward call)."""
+    import torch
+    import torch.nn.functional as F
+
+    heads, seq, dim = 2, 128, 64
+    batch = max(1, n // (heads * seq * dim))
+    q, k, v = (torch.randn(batch, heads, seq, dim, device=device, requires_grad=True) for _ in range(3))
+    gy = torch.randn_like(q)
+
+    def forward():
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    return forward, lambda: torch.autograd.grad(forward(), (q, k, v), gy)
+
+
+def _counted(fn) -> list[tuple[str, float, float, float]]:
+    """(op, FLOPs, bytes read + written, bytes written) of each aten op `fn` runs, as the profiler counts them."""
     from advisor.profiler.counter import Counter
 
-    out: dict[str, float] = {}
-    seconds: dict[str, float] = {}
-    for phase, fn in _cases(device):
-        with Counter() as counter:
-            fn()
-        names = {i: key[0] for key, i in counter.keys.items()}
-        costs = [(names[i], flops) for i, flops, _, _ in counter.calls if flops > 0]
-        t = clock(fn)
-        if phase == "backward":  # the last counted op is the backward; the others ran in the forward above
-            t -= sum(seconds.get(name, 0.0) for name, _ in costs[:-1])
-            costs = costs[-1:]
-        if len(costs) != 1:
-            continue  # several counted ops in one case: no single op to credit
-        name, flops = costs[0]
-        seconds[name] = t
-        body = max(t - dispatch_s, 0.1 * t)
-        out[name] = round(min(1.0, max(1e-4, flops / (body * peak_flops))), 5)
+    with Counter() as counter:
+        fn()
+    names = {i: key[0] for key, i in counter.keys.items()}
+    return [(names[i], flops, float(read + written), float(written)) for i, flops, read, written in counter.calls]
+
+
+def measure(
+    device: str, clock: Clock, quick: bool = False, tick: Callable[[str], None] = lambda s: None
+) -> dict[str, list[tuple[float, float, float]]]:
+    """{aten op: [(FLOPs, bytes, seconds) per call at each size]}. A case whose op the counter does not
+    see by that name (another device's kernel) is left out."""
+    out: dict[str, list[tuple[float, float, float]]] = {}
+    sizes = SIZES[:3:2] if quick else SIZES
+    for name, make in _cases(device):
+        for n in sizes:
+            fns = [make(n) for _ in range(2)]
+            hits = [(f, b, w) for op, f, b, w in _counted(fns[0]) if op == name]
+            if len(hits) != 1:
+                continue
+            flops, nbytes, written = hits[0]
+            t = clock(alternate(fns), f"{name} {nbytes / 1e6:.3g} MB")
+            # a scatter: (F, bytes read, s, the table's bytes), the table to be taken off by the overlay
+            point = (flops, nbytes - written, t, written) if name in SCATTERS else (flops, nbytes, t)
+            out.setdefault(name, []).append(point)
+    tick("attention")
+    for n in ATTENTION_SIZES[:1] if quick else ATTENTION_SIZES:
+        forward, both = _attention(device, n)
+        counted = [c[:3] for c in _counted(forward) if c[1] > 0]
+        counted_both = [c[:3] for c in _counted(both) if c[1] > 0]
+        if len(counted) != 1 or len(counted_both) != 2:
+            continue
+        t_fwd = clock(forward, "attention")
+        t_bwd = max(clock(both, "attention backward") - t_fwd, 0.1 * t_fwd)
+        for (name, flops, nbytes), t in ((counted[0], t_fwd), (counted_both[1], t_bwd)):
+            out.setdefault(name, []).append((flops, nbytes, t))
     return out

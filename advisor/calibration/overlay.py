@@ -1,9 +1,9 @@
 """Measurements -> a catalog overlay (one device and its efficiency profile), and where it is written.
 
-The device's peaks are the best rates measured (the largest matmul per dtype, the fastest copy), and the
-efficiency curves are each measurement as a fraction of that peak, so the estimator's roofline reproduces
-the measured times op by op. The fixed cost per op comes from timing tiny training steps (see
-`fit_phase_overhead`).
+The device's peaks are the best rates measured (the largest matmul per dtype, the fastest elementwise add),
+and the efficiency curves are each measurement as a fraction of those peaks, so the estimator's roofline
+reproduces the measured times op by op. The fixed costs of an op and of a module call come from timing tiny
+training steps (see `advisor.calibration.fit`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import re
 from pathlib import Path
 
 from advisor.calibration.bench import Measurements, Point
+from advisor.calibration.ops import SCATTERS
 
-NETS_DIR = Path(__file__).resolve().parent / "nets"
 MIN_EFFICIENCY = 0.001
+PEAK_MIN_BYTES = 1 << 18  # memory peak from calls moving at least this much
 
 
 def user_catalog_dir() -> Path:
@@ -41,6 +42,25 @@ def default_path(m: Measurements) -> Path:
     return user_catalog_dir() / f"{device_id(m)}.yaml"
 
 
+def monotone(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The closest non-decreasing sequence (pool adjacent violators) to `points` sorted by size: efficiency
+    rises with arithmetic intensity, and single noisy measurements should not make a curve zig-zag."""
+    blocks: list[list[float]] = []  # [sum, count, first size]
+    for size, eff in sorted(points):
+        blocks.append([eff, 1, size])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            s, c, _ = blocks.pop()
+            blocks[-1][0] += s
+            blocks[-1][1] += c
+    out, sizes = [], sorted(p[0] for p in points)
+    i = 0
+    for s, c, _ in blocks:
+        for _ in range(int(c)):
+            out.append((sizes[i], s / c))
+            i += 1
+    return out
+
+
 def _curve(points: list[tuple[float, float]]) -> list[dict]:
     """Measured (size, efficiency) points as catalog steps. Each step starts half-way (geometrically) from
     the previous point, so an op takes the efficiency of the measured size nearest to its own."""
@@ -52,6 +72,8 @@ def _curve(points: list[tuple[float, float]]) -> list[dict]:
     for i, (size, eff) in enumerate(points):
         low = 0.0 if i == 0 else math.sqrt(points[i - 1][0] * size)
         eff = min(1.0, max(MIN_EFFICIENCY, eff))
+        if steps and float(f"{low:.4g}") <= steps[-1]["min_size"]:
+            continue
         steps.append({"min_size": float(f"{low:.4g}"), "efficiency": round(eff, 4)})
     return steps
 
@@ -59,6 +81,45 @@ def _curve(points: list[tuple[float, float]]) -> list[dict]:
 def _body(p: Point, dispatch_s: float) -> float:
     """Seconds of real work in one call: its time less the dispatch floor (never below a tenth of it)."""
     return max(p.seconds - dispatch_s, 0.1 * p.seconds)
+
+
+def _seconds(t: float, dispatch_s: float) -> float:
+    return max(t - dispatch_s, 0.1 * t)
+
+
+def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
+    """The curves of the calibrated fields: GEMM shape cap, convolutions, named ops."""
+    out: dict = {}
+    if m.skinny:
+        # FLOPs per byte -> efficiency; past the squarest measured shape the cap no longer binds
+        pts = monotone([(f / b, f / _seconds(t, m.dispatch_s) / fp32) for f, b, t in m.skinny])
+        out["matmul_by_intensity"] = _curve([*pts, (2 * pts[-1][0], 1.0)])
+    for key, data in (("conv_by_intensity", m.conv), ("conv_backward_by_intensity", m.conv_backward)):
+        if data:
+            out[key] = _curve(monotone([(f / b, f / _seconds(t, m.dispatch_s) / fp32) for f, b, t in data]))
+    curves = {}
+    memory = _curve([(p.size, p.size / _body(p, m.dispatch_s) / bandwidth) for p in m.copy]) if m.copy else None
+    for op, points in sorted(m.ops.items()):
+        # each call against its own roofline at the peaks: max(FLOPs / peak, bytes / bandwidth); a scatter's
+        # zeroed table (a fourth figure) is taken off at the memory curve's speed first
+        rows = []
+        for f, b, t, *table in points:
+            t = _seconds(t, m.dispatch_s)
+            if table and memory:
+                t = max(t - table[0] / (bandwidth * _at(memory, table[0])), 0.1 * t)
+            rows.append((b, max(f / fp32, b / bandwidth) / t))
+        curves[op] = _curve(rows)
+    if curves:
+        out["op_curves"] = curves
+    return out
+
+
+def _at(steps: list[dict], size: float) -> float:
+    value = steps[0]["efficiency"]
+    for step in steps:
+        if size >= step["min_size"]:
+            value = step["efficiency"]
+    return value
 
 
 def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> dict:
@@ -74,10 +135,17 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         peaks[dtype] = peak
         curves[dtype] = _curve([(size, rate / peak) for size, rate in rates])
     bw = [(p.size, p.size / _body(p, m.dispatch_s)) for p in m.copy]
-    bandwidth = max(r for _, r in bw)
+    if not bw:
+        raise ValueError("no memory measurements")
+    # the peak from calls long enough that the dispatch floor does not dominate them
+    bandwidth = (
+        max(r for s, r in bw if s >= PEAK_MIN_BYTES)
+        if any(s >= PEAK_MIN_BYTES for s, _ in bw)
+        else max(r for _, r in bw)
+    )
     fp32 = peaks["fp32"]
     vector = min(1.0, max(MIN_EFFICIENCY, m.vector_flops_s / fp32))
-    overhead = phase_overhead_s or {}
+    overhead = phase_overhead_s if phase_overhead_s is not None else m.phase_overhead_s
     op_overhead = overhead.get("forward", m.dispatch_s)
     cpu = m.device == "cpu"
     matrix = {d: f"{v:.4g}" for d, v in peaks.items()}
@@ -98,8 +166,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         "as_of": today,
         "notes": (
             f"Peaks are the best rates measured with {m.threads} thread(s): torch.mm per dtype (largest square "
-            f"size), copy_ for memory; not datasheet figures. tdp_watts and launch_year are placeholders "
-            f"(not measured). Calibration took {m.seconds:.1f} s."
+            f"size), an out-of-place add for memory; not datasheet figures. tdp_watts and launch_year are "
+            f"placeholders (not measured). Calibration took {m.seconds:.1f} s."
         ),
     }
     if cpu:
@@ -112,9 +180,11 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         "id": ident,
         "note": (
             f"{source}, {today}, {m.threads} thread(s): matmul efficiency by FLOPs per call per dtype relative "
-            f"to the best measured rate, copy bandwidth by bytes per call relative to the fastest, gelu "
-            f"throughput for vector work, and the fixed cost per op of each training phase from timing tiny "
-            f"nets (advisor/calibration/nets)."
+            f"to the best measured rate, capped by FLOPs per byte for GEMMs with a small dimension; "
+            f"convolutions by FLOPs per byte; an out-of-place add by bytes per call for memory-bound work; "
+            f"the common vector ops by bytes per call against their own roofline; gelu throughput for other "
+            f"vector work; and the fixed cost of an op per training phase and of a module call from timing "
+            f"tiny nets (advisor/calibration/nets)."
         ),
         "matrix": copy.deepcopy(curves["fp32"]),  # a copy: YAML would otherwise write an alias
         "vector": round(vector, 4),
@@ -124,17 +194,27 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         "network": 0.6,
         "collective_latency_s": "50us",
         "matrix_by_dtype": curves,
+        **_efficiencies(m, fp32, bandwidth),
     }
     if cpu:
         efficiency["calibration_threads"] = m.threads
+        efficiency["fused_rnn"] = ["LSTM"]  # PyTorch runs LSTMs through oneDNN on CPUs, the others per step
+    else:
+        efficiency["fused_rnn"] = ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"]  # cuDNN
     if m.op_efficiency:
         efficiency["op_efficiency"] = dict(m.op_efficiency)
-    if m.conv:
-        # efficiency of each measured convolution against the fp32 matmul peak, by FLOPs per byte
-        conv = [(f / b, f / max(t - m.dispatch_s, 0.1 * t) / fp32) for f, b, t in m.conv]
-        efficiency["conv_by_intensity"] = _curve(conv)
     if overhead:
         efficiency["phase_overhead_s"] = {k: f"{v:.4g}" for k, v in overhead.items()}
+    floors = dict(m.floors)
+    for op, points in m.ops.items():  # no call of a measured op is cheaper than its smallest measured call
+        if op not in SCATTERS:  # (a scatter's smallest call still zeroes its table)
+            floors.setdefault(op, min(points, key=lambda p: p[1])[2])
+    if floors:
+        efficiency["min_op_s"] = {op: f"{_seconds(t, m.dispatch_s):.4g}" for op, t in sorted(floors.items())}
+    if m.module_overhead_s:
+        efficiency["module_overhead_s"] = f"{m.module_overhead_s:.4g}"
+    if m.warnings:
+        efficiency["calibration_warnings"] = list(m.warnings)
     return {"devices": [device], "efficiency": [efficiency]}
 
 
@@ -172,31 +252,3 @@ def models(data: dict):
     from advisor.catalog.schema import Device, Efficiency
 
     return Device(**data["devices"][0]), Efficiency(**data["efficiency"][0])
-
-
-def fit_phase_overhead(data: dict, m: Measurements, tick=lambda s: None) -> dict[str, float]:
-    """Fixed cost per op in each phase: time training steps of the tiny nets, subtract the roofline's
-    work time of their ops (from the measured curves), and divide by the number of ops. Median over nets."""
-    import statistics
-
-    from advisor.estimator.roofline import profile_op_time
-    from advisor.profiler.profile import profile_model
-
-    device, eff = models(data)
-    eff = eff.model_copy(update={"op_overhead_s": 1e-9, "phase_overhead_s": {}})
-    per_phase: dict[str, list[float]] = {"forward": [], "backward": [], "optimizer": []}
-    for path in sorted(NETS_DIR.glob("tiny_*.py")):
-        tick(f"overhead ({path.stem})")
-        prof = profile_model(path, batch_size=4, device=m.device, precision="fp32", warmup=3, repeats=15)
-        measured = {
-            "forward": prof.timing.forward_s,
-            "backward": prof.timing.backward_s,
-            "optimizer": prof.timing.optimizer_s,
-        }
-        for phase, seconds in measured.items():
-            ops = [o for o in prof.ops if o.phase == phase]
-            calls = sum(o.count for o in ops)
-            work = sum(profile_op_time(o, device, eff, "fp32", "fp32", 4).seconds - 1e-9 * o.count for o in ops)
-            if calls:
-                per_phase[phase].append(max(m.dispatch_s, (seconds - work) / calls))
-    return {k: statistics.median(v) for k, v in per_phase.items() if v}

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from advisor.catalog.schema import Catalog, Device, Efficiency, Instance, Provider, Runtime
+from advisor.catalog.schema import AccuracyBand, Catalog, Device, Efficiency, Instance, Provider, Runtime
 from advisor.errors import UserError
 from advisor.io import read_yaml
 
@@ -27,6 +27,7 @@ SECTIONS: dict[str, type] = {
     "devices": Device,
     "efficiency": Efficiency,
     "instances": Instance,
+    "accuracy": AccuracyBand,
     "providers": Provider,
     "runtime": Runtime,
 }

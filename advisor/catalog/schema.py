@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from advisor import units
 from advisor.errors import UserError
-from advisor.vocab import DTYPES, PHASES, DeviceKind, SoftwareStack
+from advisor.vocab import DTYPES, PHASES, DeviceKind, SoftwareStack, WorkloadKind
 
 
 def _quantity(kind: str, low: float, high: float):
@@ -211,6 +211,70 @@ class Efficiency(Strict):
     calibration_threads: int | None = Field(
         None, ge=1, le=4096, description="torch CPU threads the calibration ran with (validate uses the same)"
     )
+    matmul_by_intensity: Curve | None = Field(
+        None,
+        description="cap on matmul efficiency by FLOPs per byte of the call: a GEMM with a small dimension "
+        "(a small batch, one recurrent step) streams its weights for few FLOPs and reaches far less than a "
+        "square GEMM of the same FLOPs",
+    )
+    conv_backward_by_intensity: Curve | None = Field(
+        None, description="as conv_by_intensity, for convolution_backward (input and weight gradients)"
+    )
+    op_curves: dict[str, Curve] = Field(
+        {},
+        description="efficiency of named aten ops by bytes per call, against the op's own roofline at the "
+        "device's peaks (max(FLOPs / vector peak, bytes / bandwidth)): normalisations, pooling, embedding "
+        "gathers and scatters, dropout, optimizer updates; overrides the generic curves for that op",
+    )
+    min_op_s: dict[str, Duration] = Field(
+        {},
+        description="least time of one call of these aten ops beyond the per-op overhead: a library call "
+        "(a GEMM, a convolution) has a setup cost that no efficiency at its size describes",
+    )
+    conv_scale: float | None = Field(
+        None,
+        gt=0,
+        le=2,
+        description="convolutions without an intensity curve reach this share of the "
+        "efficiency of a GEMM of the same FLOPs (cuDNN's implicit-GEMM kernels on real layer shapes)",
+    )
+    tensor_core_channels: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="16-bit convolutions run on tensor cores only with channels per group a "
+        "multiple of this (cuDNN: 8); others on the vector units",
+    )
+    nchw_transpose: list[str] = Field(
+        [], description="dtypes whose tensor-core convolutions on NCHW input are bracketed by NHWC transposes"
+    )
+    gemm_tile: list[int] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description="output tile (rows, columns) of the family's GEMM and "
+        "convolution kernels, for wave quantization over the device's sm_count",
+    )
+    tiles_per_sm: int | None = Field(None, ge=1, le=64, description="tiles one multiprocessor runs at once")
+    fused_rnn: list[str] = Field(
+        [],
+        description="recurrent modes (LSTM, GRU, RNN_TANH, RNN_RELU) the family's library runs as fused "
+        "kernels (cuDNN, oneDNN): the profile's per-step decomposition is replaced by their cost",
+    )
+    launch_s: Duration | None = Field(
+        None, description="device time between kernels a library launches back to back (default op_overhead_s)"
+    )
+    host_op_s: Duration | None = Field(
+        None,
+        description="host (CPU) time to issue one eager op on an asynchronous device: a phase takes "
+        "the longer of the device's work and the host's issuing; without it op_overhead_s adds per op",
+    )
+    module_overhead_s: Duration | None = Field(
+        None, description="fixed cost of one nn.Module call in the forward pass (Python), besides its ops"
+    )
+    calibration_warnings: list[str] = Field(
+        [], description="what `advisor calibrate` found suspicious (a busy machine): empty for a clean run"
+    )
 
     @staticmethod
     def at(curve: list[Step], size: float) -> float:
@@ -280,6 +344,29 @@ class Instance(Strict):
         return price * self.device_count if self.pricing.per == "device" else price
 
 
+class AccuracyBand(Strict):
+    """How far estimates were off on validation runs for one device family and kind of workload: written by
+    the benchmarks (benchmarks/accuracy.py, benchmarks/published.py), read by the estimator to attach an
+    expected error band to every estimate."""
+
+    id: Id
+    applies_to: Id = Field(
+        description="an efficiency profile id (a device family, e.g. nvidia-ampere), or calibrated-cpu / "
+        "calibrated-gpu for any device measured by `advisor calibrate`"
+    )
+    workload: WorkloadKind = Field(description="kind of model: cnn, transformer, rnn, recommender, mlp, or any")
+    threads: int | None = Field(None, ge=1, le=4096, description="CPU: torch threads of the validation runs")
+    error_band: float = Field(ge=0, le=100, description="median |estimated - measured| / measured")
+    max_error: float = Field(ge=0, le=100)
+    bias: float = Field(
+        ge=-100, le=100, description="mean signed error, positive when estimates were faster than measured"
+    )
+    rows: int = Field(ge=1, description="validation runs behind the figures")
+    basis: str = Field(min_length=10, description="what the figures were measured on, in words")
+    source: str = Field(min_length=5)
+    as_of: dt.date
+
+
 class Provider(Strict):
     """A cloud (or the owner of on-prem machines): what starting a run there costs before the first step."""
 
@@ -330,6 +417,7 @@ class Catalog(Strict):
     devices: dict[str, Device]
     efficiency: dict[str, Efficiency]
     instances: dict[str, Instance]
+    accuracy: dict[str, AccuracyBand] = {}
     providers: dict[str, Provider] = {}
     runtime: dict[str, Runtime] = Field({}, description="'default' is used; overlays change it field by field")
     files: list[str] = []

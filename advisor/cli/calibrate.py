@@ -15,24 +15,28 @@ import typer
 
 from advisor.cli.common import FormatOpt, check_files, note, require_torch
 from advisor.errors import UserError
-from advisor.io import dump_yaml, write_atomic
 from advisor.render.output import Format, emit
 
 DEVICES = ("cpu", "cuda")
 
 
-def summary(data: dict, path: Path, seconds: float) -> dict:
+def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> dict:
     """What the table shows, as data (the --format json/yaml output)."""
     dev, eff = data["devices"][0], data["efficiency"][0]
+    module = eff.get("module_overhead_s")
     return {
         "device": dev["id"],
         "name": dev["name"],
         "written_to": str(path),
+        "replaced_existing": kept is None,
         "calibration_s": round(seconds, 2),
+        "threads": eff.get("calibration_threads"),
         "matmul_peak_flops": {k: float(v) for k, v in dev["matrix_flops"].items()},
         "memory_bandwidth": float(dev["memory_bandwidth"]),
         "vector_efficiency": eff["vector"],
         "op_overhead_s": {k: float(v) for k, v in eff.get("phase_overhead_s", {}).items()},
+        "module_overhead_s": float(module) if module else None,
+        "warnings": list(eff.get("calibration_warnings", [])),
         "source": dev["source"],
         "as_of": dev["as_of"],
     }
@@ -53,9 +57,16 @@ def _table(s: dict) -> None:
     t.add_row("vector efficiency (gelu)", f"{s['vector_efficiency']:.3f}")
     for phase, sec in s["op_overhead_s"].items():
         t.add_row(f"overhead per op ({phase})", units.fmt_duration(sec))
+    if s["module_overhead_s"]:
+        t.add_row("overhead per module call", units.fmt_duration(s["module_overhead_s"]))
+    if s["threads"]:
+        t.add_row("torch threads", str(s["threads"]))
     t.add_row("calibration time", units.fmt_duration(s["calibration_s"]))
     Console().print(t)
-    print(f"wrote {s['written_to']}; use it as --hardware {s['device']}")
+    if s["replaced_existing"]:
+        print(f"wrote {s['written_to']}; use it as --hardware {s['device']}")
+    else:
+        print(f"wrote {s['written_to']} (not used: the earlier calibration stays in place)")
 
 
 def register(app: typer.Typer) -> None:
@@ -75,9 +86,12 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option("--threads", help="torch threads (CPU); use the same for validate.")
         ] = None,
         quick: Annotated[bool, typer.Option("--quick", help="Fewer sizes, shorter timing (a smoke test).")] = False,
+        force: Annotated[
+            bool, typer.Option("--force", help="Replace the calibration in place even if this run looks disturbed.")
+        ] = False,
         fmt: FormatOpt = Format.table,
     ) -> None:
-        """Measure matmul, memory bandwidth, elementwise work and per-op overhead of this machine (≤ 60 s)."""
+        """Measure matmul, memory bandwidth, vector ops and per-op overhead of this machine (about a minute)."""
         require_torch("calibrate")
         if device not in DEVICES:
             raise UserError(f"unknown --device {device!r}", "use cpu or cuda")
@@ -86,7 +100,7 @@ def register(app: typer.Typer) -> None:
         check_files({"--output": output})
         import torch
 
-        from advisor.calibration import bench, overlay
+        from advisor.calibration import overlay, session
 
         if device == "cuda" and not torch.cuda.is_available():
             raise UserError("--device cuda: no CUDA GPU is visible to torch", "use --device cpu")
@@ -97,18 +111,15 @@ def register(app: typer.Typer) -> None:
         def tick(step: str) -> None:
             sys.stderr.write(f"  [{time.perf_counter() - start:5.1f} s] {step}\n")
 
-        m = bench.run(device, quick=quick, tick=tick)
-        if quick:
-            phase = {}
-        else:
-            phase = overlay.fit_phase_overhead(overlay.build(m), m, tick)
-        m.seconds = time.perf_counter() - start
-        data = overlay.build(m, phase)
-        overlay.models(data)  # validate before writing anything
-        path = output or overlay.default_path(m)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, "# written by advisor calibrate; rerun it to refresh\n" + dump_yaml(data), "calibration")
-        s = summary(data, path, m.seconds)
+        data, m = session.calibrate(device, quick=quick, tick=tick)
+        written, kept = session.save(data, output or overlay.default_path(m), force=force)
+        for warning in m.warnings:
+            note(f"calibration looks disturbed: {warning}")
+        if m.warnings:
+            note("rerun when the machine is quiet (nothing else running) for figures you can rely on")
+        if kept:
+            note(f"kept the calibration in place: {kept}; this run went to {written} (--force replaces it)")
+        s = summary(data, written, m.seconds, kept)
         if device == "cuda":
             note("the CUDA path was written without a GPU to test it on: check the figures")
         emit(s, fmt, lambda: _table(s))

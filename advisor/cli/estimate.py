@@ -88,6 +88,13 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option(help="Micro-batch per data-parallel replica (default: the largest that fits).")
         ] = None,
         global_batch: Annotated[int | None, typer.Option(help="Samples per optimizer step over all replicas.")] = None,
+        kernels: Annotated[
+            str,
+            typer.Option(
+                help="eager (PyTorch as the profile ran it), fused (a framework's fused kernels: Megatron, NeMo, "
+                "Transformer Engine) or auto (fused for models of 1B parameters or more and under fp8-mixed)."
+            ),
+        ] = "auto",
         search: Annotated[
             bool,
             typer.Option("--search", help="Rank every valid layout of these devices and show the best in full."),
@@ -108,12 +115,13 @@ def register(app: typer.Typer) -> None:
         parallel layout (tp × pp × cp × dp) and the step's split into compute, exposed communication per
         dimension, pipeline bubble and recomputation."""
         from advisor import api
-        from advisor.vocab import PRECISIONS, RECOMPUTES, STRATEGIES
+        from advisor.vocab import KERNELS, PRECISIONS, RECOMPUTES, STRATEGIES
 
         check_choice(precision, PRECISIONS, "--precision")
         check_choice(strategy, STRATEGIES, "--strategy")
         check_choice(recompute, RECOMPUTES, "--recompute")
         check_choice(pricing, ("on-demand", "spot"), "--pricing")
+        check_choice(kernels, KERNELS, "--kernels")
         for value, option in ((micro_batch, "--micro-batch"), (global_batch, "--global-batch"), (count, "--count")):
             if value is not None and value < 1:
                 raise UserError(f"{option} must be at least 1, got {value}")
@@ -157,6 +165,7 @@ def register(app: typer.Typer) -> None:
             spot=pricing == "spot",
             cat=cat,
             run=run,
+            kernels=kernels,
         )
         from advisor.render.estimate_tables import estimate_view, print_estimate
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
@@ -61,6 +61,12 @@ class Config(BaseModel):
     micro_batch: int | None = Field(None, ge=1)
     global_batch: int | None = Field(None, ge=1)
     spot: bool = False
+    kernels: Literal["auto", "eager", "fused"] = Field(
+        "auto",
+        description="eager: the profile's ops as eager PyTorch runs them; fused: a large-scale framework's fused "
+        "kernels (Megatron, NeMo, Transformer Engine: the family's fused_elementwise); auto: fused for models of "
+        "a billion parameters or more and under fp8-mixed, eager otherwise",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from advisor.catalog.schema import Catalog, Device, Instance
 from advisor.errors import UserError
 from advisor.estimator import parallel
+from advisor.estimator.bands import band_for, workload_kind
 from advisor.estimator.batch import FLAG, BatchPlan, GlobalBatch, plan_batch, resolve_global_batch, too_many_replicas
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.layout import Layout
@@ -46,7 +47,7 @@ from advisor.estimator.runtime import (
     runtime_of,
 )
 from advisor.estimator.setup import check_precision, model_flops, setup_from_catalog  # noqa: F401
-from advisor.estimator.step import adjust_passes, layout_arrays, step_arrays  # noqa: F401
+from advisor.estimator.step import adjust_passes, fused_share, layout_arrays, step_arrays  # noqa: F401
 from advisor.profiler.schema import Profile
 
 STEP_PARTS = ("forward", "backward", "recompute", "tp", "cp", "bubble", "pp", "dp", "optimizer", "input")
@@ -79,6 +80,10 @@ class Estimate(BaseModel):
     mfu: float
     scaling_efficiency: float
     memory: Memory
+    error_band: float | None = Field(
+        None, description="expected |error| of step_time_s (a fraction) from validation runs, see error_basis"
+    )
+    error_basis: str | None = None
     fits: bool = Field(True, description="false: the run does not fit in memory, so it has no time or cost")
     to_fit: list[str] = Field([], description="when it does not fit: changes that would make it fit")
     input: InputPipeline | None = Field(None, description="the host's image pipeline, for image models")
@@ -226,7 +231,8 @@ def estimate(
         passes = pass_times(setup.table, [micro], [layout.tp], [layout.cp], [layout.sequence_parallel])
         if cache is not None:
             cache[key] = passes
-    passes = adjust_passes(passes, lay["level"], setup.fused)
+    fused = fused_share(setup.fused, config.kernels, profile.parameters, np.asarray([setup.fp8]))
+    passes = adjust_passes(passes, lay["level"], fused)
     out = step_arrays(setup, lay, micro, passes)
     mem_parts = memory_arrays(setup, lay, np.asarray([micro]))
     memory = to_memory(setup, mem_parts)
@@ -292,6 +298,10 @@ def estimate(
         input=feed,
         assumptions=notes_ + assumptions(setup, config, peak),
     )
+    kind = cache.get(("kind",)) if cache is not None else None
+    est.error_band, est.error_basis = band_for(catalog, device, setup.eff, profile, kind)
+    if cache is not None:
+        cache[("kind",)] = kind or workload_kind(profile)
     steps = steps_for(profile, workload, global_batch)
     if steps is not None:
         est.steps = steps

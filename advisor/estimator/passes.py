@@ -11,6 +11,12 @@ Under fp8-mixed the blocks' weight matmuls run on the device's FP8 tensor-unit p
 each one adds the cast a Transformer-Engine-style recipe runs before it: its activation input read in 16-bit
 and written in 8-bit (taken as 0.75 × the matmul's per-sample bytes) as its own memory-bound kernel. Weights
 are cast once per step and cached over micro-batches (not counted).
+
+What the device really runs (roofline.profile_op_time, kernels.py, fused.py) is here too, as arrays: measured
+curves of named ops, the optimizer's reuse distance, scatters' zeroing, GEMM caps by FLOPs per byte,
+tensor-core eligibility, NCHW transposes and wave quantization of 16-bit convolutions and GEMMs, fused
+recurrent layers in place of their decomposition, the optimizer's state creation left out, and on an
+asynchronous device each pass taking the longer of its kernels and the host's issuing of its eager ops.
 """
 
 from __future__ import annotations
@@ -20,8 +26,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.catalog.schema import Device, Efficiency
+from advisor.estimator import kernels
+from advisor.estimator.fused import replaced_modules, rnn_times
 from advisor.estimator.parallel.tensor import Roles
-from advisor.estimator.roofline import byte_scale, effective_dtype, efficiency_source, overhead_for, peak_for
+from advisor.estimator.roofline import (
+    REUSE_CAP,
+    SCATTERS,
+    STATE_INIT,
+    byte_scale,
+    effective_dtype,
+    efficiency_source,
+    overhead_for,
+    peak_for,
+)
 from advisor.profiler.schema import Profile
 from advisor.vocab import BLOCK_MATMUL_DTYPE
 
@@ -69,6 +86,25 @@ class OpTable:
     layout_free: np.ndarray  # optimizer records: evaluated at the whole model
     masks: np.ndarray  # N × len(KEYS): which sum each record adds to
     dtypes: list[str]
+    cap: np.ndarray  # index into `curves` of a GEMM's cap by FLOPs per byte (-1: none)
+    scale: np.ndarray  # of the size curve (convolutions without an intensity curve)
+    op_curve: np.ndarray  # index into `curves` of the op's own measured curve by bytes per call (-1: none)
+    min_s: np.ndarray  # least body time of one call
+    live: np.ndarray  # 0 for records a steady-state step on this device does not run
+    reuse: np.ndarray  # optimizer records: data last touched a whole step ago
+    step_bytes: tuple[float, float]  # bytes of one step: fixed, per sample
+    s_fix: np.ndarray  # serial bytes (separate kernels: a scatter's zeroed table), fixed and per sample
+    s_per: np.ndarray
+    transpose: np.ndarray  # bytes of NCHW transposes at the profile's batch (all calls), grows with FLOPs
+    f_profile: np.ndarray  # FLOPs at the profile's batch
+    wave: np.ndarray  # N × 3: (n, k, batches) of a tensor-core GEMM or convolution for wave quantization, 0: none
+    slots: float  # tile slots of the device (sm_count × tiles per SM), 0: no wave quantization
+    tile: tuple[int, int]
+    host_op_s: float  # the host's time per eager op on an asynchronous device (0: overheads add)
+    host_calls: np.ndarray  # eager ops each record's calls issue
+    extra: list  # (key, micro-batch -> OpTime list) of work no record holds (fused recurrent layers)
+    module_s: float  # the forward pass's nn.Module call overhead, added to `module_key`
+    module_key: tuple[str, str]
 
 
 @dataclass
@@ -154,27 +190,80 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         return curve_ids[id(steps)]
 
     n = len(rec.rows)
-    peak, eta, curve, conv, overhead = (np.zeros(n) for _ in range(5))
+    peak, eta, curve, conv, overhead, cap, scale, op_curve, min_s = (np.zeros(n) for _ in range(9))
     device_constants: dict[tuple, tuple] = {}  # the few distinct (category, dtype, op, phase) of a profile
     for j, (_i, category, dtype, name, phase) in enumerate(rec.rows):
         key = (category, dtype, name, phase)
         constants = device_constants.get(key)
         if constants is None:
-            unit_peak = (peak_for(device, dtype, category)[0] or np.nan) if category != "memory" else 0.0
-            constant, matrix, conv_steps = efficiency_source(eff, category, dtype, name)
+            own = eff.op_curves.get(name) if name else None
+            unit = "vector" if own else category
+            unit_peak = (peak_for(device, dtype, unit)[0] or np.nan) if category != "memory" else 0.0
+            constant, matrix, conv_steps, cap_steps, factor = efficiency_source(eff, category, dtype, name)
             constants = device_constants[key] = (
                 unit_peak,
                 np.nan if constant is None else constant,
                 curve_index(matrix),
                 curve_index(conv_steps),
                 overhead_for(eff, phase),
+                curve_index(cap_steps),
+                factor,
+                curve_index(own),
+                eff.min_op_s.get(name, 0.0) if name else 0.0,
             )
-        peak[j], eta[j], curve[j], conv[j], overhead[j] = constants
+        peak[j], eta[j], curve[j], conv[j], overhead[j], cap[j], scale[j], op_curve[j], min_s[j] = constants
+    # what this device runs of each record
+    fused = replaced_modules(profile, eff)
+    live, reuse = np.ones(n), np.zeros(n, dtype=bool)
+    s_fix, s_per, transpose, f_profile = (np.zeros(n) for _ in range(4))
+    wave = np.zeros((n, 3))
+    host_calls = np.array([float(profile.ops[r[0]].count) for r in rec.rows])
+    batch = profile.batch_size
+    kernel_data = eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose
+    slots = float(device.sm_count * max(1, eff.tiles_per_sm or 1)) if eff.gemm_tile and device.sm_count else 0.0
+    for j, (i, category, dtype, name, phase) in enumerate(rec.rows):
+        op = profile.ops[i]
+        if name != op.op:
+            continue  # an fp8 cast row: plain memory traffic
+        if not fused and phase != "optimizer" and op.op not in SCATTERS and not (category == "matrix" and kernel_data):
+            continue
+        if (op.module in fused or any(op.module.startswith(m + ".") for m in fused)) or (
+            phase == "optimizer" and op.op in STATE_INIT
+        ):
+            live[j], host_calls[j] = 0.0, 0.0
+            continue
+        reuse[j] = phase == "optimizer"
+        if op.op in SCATTERS and op.op in eff.op_curves:
+            scale_b = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
+            s_fix[j], s_per[j] = op.bytes_written.fixed * scale_b, op.bytes_written.per_sample * scale_b
+        if category == "matrix" and kernel_data:
+            tensor = kernels.tensor_cores(op, eff) or dtype not in ("fp16", "bf16")
+            if not tensor:
+                peak[j] = peak_for(device, dtype, "vector")[0] or np.nan
+            else:
+                wave[j] = _wave_dims(op)
+            transpose[j] = kernels.transpose_bytes(op, eff, dtype, 1.0)
+            f_profile[j] = op.flops.at(batch)
+    # serial bytes come out of the record's own traffic
+    values = rec.values.copy()
+    values[:, 2] -= s_fix
+    values[:, 3] -= s_per
+    extra = []
+    for rnn in profile.rnns:
+        if rnn.module not in fused:
+            continue
+        where = next((region_of(rec, profile, j) for j in range(n) if profile.ops[rec.rows[j][0]].module == rnn.module
+                      or profile.ops[rec.rows[j][0]].module.startswith(rnn.module + ".")), "before")  # fmt: skip
+        extra.append((where, _rnn_call(rnn, device, eff, precision)))
+    module_s = 0.0
+    if eff.module_overhead_s and profile.module_calls:
+        module_s = eff.module_overhead_s * profile.module_calls
+    has_blocks = bool(rec.masks[:, KEYS.index(("block", "forward"))].any())
     return OpTable(
-        f_fix=rec.values[:, 0],
-        f_per=rec.values[:, 1],
-        b_fix=rec.values[:, 2],
-        b_per=rec.values[:, 3],
+        f_fix=values[:, 0],
+        f_per=values[:, 1],
+        b_fix=values[:, 2],
+        b_per=values[:, 3],
         calls=rec.calls,
         overhead=overhead,
         peak=peak,
@@ -188,7 +277,59 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         layout_free=rec.free,
         masks=rec.masks,
         dtypes=[r[2] for r in rec.rows],
+        cap=cap.astype(int),
+        scale=scale,
+        op_curve=op_curve.astype(int),
+        min_s=min_s,
+        live=live,
+        reuse=reuse,
+        step_bytes=(
+            sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
+            sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
+        ),
+        s_fix=s_fix,
+        s_per=s_per,
+        transpose=transpose,
+        f_profile=f_profile,
+        wave=wave,
+        slots=slots,
+        tile=tuple(eff.gemm_tile) if eff.gemm_tile else (1, 1),
+        host_op_s=eff.host_op_s or 0.0,
+        host_calls=host_calls,
+        extra=extra,
+        module_s=module_s,
+        module_key=("block" if has_blocks else "before", "forward"),
     )
+
+
+def region_of(rec: _Records, profile: Profile, j: int) -> str:
+    """The region (before|block|after) a record's sums go to."""
+    for k, key in enumerate(KEYS):
+        if rec.masks[j, k] and key[0] in REGIONS:
+            return key[0]
+    return "before"
+
+
+def _wave_dims(op) -> tuple[float, float, float]:
+    """(n, k, batches) of a GEMM or convolution record for kernels.wave_efficiency, zeros where it has none."""
+    shapes = kernels.parse_shapes(op.shapes)
+    if op.op in kernels.GEMM_2D and len(shapes) >= 2 and len(shapes[-2]) == 2 and len(shapes[-1]) == 2:
+        k, n, batches = shapes[-2][1], shapes[-1][1], 1
+    elif op.op in kernels.GEMM_3D and len(shapes) >= 2 and len(shapes[-2]) == 3 and len(shapes[-1]) == 3:
+        k, n, batches = shapes[-2][2], shapes[-1][2], shapes[-2][0]
+    elif op.op in kernels.CONV_FORWARD and kernels.conv_dims(op) is not None:
+        _, cout, groups, k = kernels.conv_dims(op)
+        n, batches = cout // groups, groups
+    else:
+        return (0.0, 0.0, 0.0)
+    return (float(n), float(k), float(batches)) if n and k else (0.0, 0.0, 0.0)
+
+
+def _rnn_call(rnn, device, eff, precision):
+    def times(micro: float) -> dict[str, list]:
+        return rnn_times(rnn, device, eff, precision, micro)
+
+    return times
 
 
 def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
@@ -203,35 +344,109 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     flops = table.f_fix * weight + table.f_per * micro * act
     nbytes = table.b_fix * weight + table.b_per * micro * act
     f_call, b_call = flops / table.calls, nbytes / table.calls
-    t_mem = np.where(b_call > 0, b_call / (table.bandwidth * _at(table.memory_curve, b_call)), 0.0)
+    # memory efficiency by the bytes of a call, or for the optimizer by the whole step's (capped) traffic
+    moved = np.minimum(table.step_bytes[0] + table.step_bytes[1] * micro, REUSE_CAP)
+    b_look = np.where(table.reuse, np.maximum(b_call, moved), b_call)
+    t_mem = np.where(b_call > 0, b_call / (table.bandwidth * _at(table.memory_curve, b_look)), 0.0)
     eta = np.broadcast_to(table.eta, f_call.shape).copy()
+    intensity = f_call / np.where(b_call > 0, b_call, 1.0)
     for k, curve in enumerate(table.curves):
         uses = table.curve == k
         if uses.any():
-            eta[:, uses] = _at(curve, f_call[:, uses])
+            eta[:, uses] = _at(curve, f_call[:, uses]) * table.scale[uses]
+    for k, curve in enumerate(table.curves):
         convs = table.conv == k
         if convs.any():
-            by_intensity = _at(curve, f_call[:, convs] / np.where(b_call[:, convs] > 0, b_call[:, convs], 1.0))
-            eta[:, convs] = np.where(b_call[:, convs] > 0, by_intensity, eta[:, convs])
+            by_size = eta[:, convs] / table.scale[convs]
+            eta[:, convs] = np.where(b_call[:, convs] > 0, _at(curve, intensity[:, convs]), by_size)
+        caps = table.cap == k
+        if caps.any():
+            eta[:, caps] = np.where(b_call[:, caps] > 0, np.minimum(eta[:, caps], _at(curve, intensity[:, caps])),
+                                    eta[:, caps])  # fmt: skip
+    no_bytes = (b_call <= 0) & (table.scale != 1.0)
+    if no_bytes.any():
+        eta = np.where(no_bytes, eta / table.scale, eta)
+    eta = eta * _wave(table, f_call)
+    for k, curve in enumerate(table.curves):
+        own = table.op_curve == k
+        if own.any():  # a measured op: its own roofline over the efficiency measured at this size
+            eta_own = _at(curve, b_look[:, own])
+            eta[:, own] = eta_own
+            t_mem[:, own] = np.where(b_call[:, own] > 0, b_call[:, own] / (table.bandwidth * eta_own), 0.0)
     computes = (f_call > 0) & (table.peak > 0)
     t_cmp = np.where(computes, f_call / np.where(computes, table.peak * eta, 1.0), 0.0)
-    body = np.maximum(t_cmp, t_mem) * table.calls
+    body = np.maximum(np.maximum(t_cmp, t_mem), table.min_s)
+    serial = table.s_fix * weight + table.s_per * micro * act
+    if table.transpose.any():
+        growth = flops / np.where(table.f_profile > 0, table.f_profile, 1.0)
+        serial = serial + table.transpose * growth
+    s_call = serial / table.calls
+    t_serial = np.where(s_call > 0, s_call / (table.bandwidth * _at(table.memory_curve, s_call)), 0.0) * table.calls
     compute_bound = (t_cmp >= t_mem) & (t_cmp > 0)
-    overhead = np.broadcast_to(table.overhead * table.calls, body.shape)
+    body = body * table.calls * table.live
+    t_serial = t_serial * table.live
+    overhead = np.broadcast_to(table.overhead * table.calls * table.live, body.shape)
     return {
-        "seconds": body + overhead,
+        "seconds": body + t_serial + overhead,
         "compute_s": np.where(compute_bound, body, 0.0),
-        "memory_s": np.where(compute_bound, 0.0, body),
+        "memory_s": np.where(compute_bound, 0.0, body) + t_serial,
         "overhead_s": overhead,
-        "flops": flops,
+        "flops": flops * table.live,
     }
 
 
+def _wave(table: OpTable, f_call: np.ndarray) -> np.ndarray:
+    """kernels.wave_efficiency over the records that have wave dimensions (1 elsewhere)."""
+    if not table.slots or not table.wave.any():
+        return 1.0
+    n, k, batches = table.wave[:, 0], table.wave[:, 1], table.wave[:, 2]
+    has = n > 0
+    safe = np.where(has, 2.0 * batches * n * k, 1.0)
+    m = np.maximum(1.0, np.round(f_call / safe))
+    tm, tn = table.tile
+    tiles = np.ceil(m / tm) * np.ceil(np.where(has, n, 1.0) / tn) * np.where(has, batches, 1.0)
+    waves = np.ceil(tiles / table.slots)
+    return np.where(has & (f_call > 0), tiles / (waves * table.slots), 1.0)
+
+
 def pass_times(table: OpTable, micro, tp, cp, sp) -> dict[str, dict[tuple[str, str], np.ndarray]]:
-    """Sums over the records of each region and phase (KEYS), per layout: {"seconds": {key: array}, ...}."""
+    """Sums over the records of each region and phase (KEYS), per layout: {"seconds": {key: array}, ...};
+    with what no record holds (fused recurrent layers, module calls) and the host's issuing rate applied."""
     times = record_times(table, micro, tp, cp, sp)
     out = {}
     for what, values in times.items():
         sums = values @ table.masks
         out[what] = {key: sums[:, k] for k, key in enumerate(KEYS)}
+    micro = np.asarray(micro, dtype=float)
+    calls = {key: np.full(micro.shape, float(table.host_calls @ table.masks[:, k])) for k, key in enumerate(KEYS)}
+    if table.extra:
+        values = np.unique(micro)
+        for region, times_at in table.extra:
+            by_micro = {float(v): times_at(float(v)) for v in values}
+            for phase in ("forward", "backward"):
+                key = (region, phase)
+                for what, field in (("seconds", "seconds"), ("compute_s", "compute_s"), ("memory_s", "memory_s"),
+                                    ("overhead_s", "overhead_s"), ("flops", "flops")):  # fmt: skip
+                    add = np.array([sum(getattr(t, field) for t in by_micro[float(v)][phase]) for v in micro])
+                    out[what][key] = out[what][key] + add
+                issued = [sum(t.host_calls for t in by_micro[float(v)][phase]) for v in micro]
+                calls[key] = calls[key] + np.array(issued)
+    if table.module_s and not table.host_op_s:
+        for what in ("seconds", "overhead_s"):
+            out[what][table.module_key] = out[what][table.module_key] + table.module_s
+    if table.host_op_s:
+        # each pass takes the longer of its kernels and the host's issuing of its eager ops; the host's excess
+        # over a phase is spread over its regions by the ops each issues
+        for keys in (
+            [(r, "forward") for r in REGIONS],
+            [(r, "backward") for r in REGIONS],
+            [("optimizer", "optimizer")],
+        ):
+            host = {k: calls[k] * table.host_op_s + (table.module_s if k == table.module_key else 0.0) for k in keys}
+            total_host = sum(host.values())
+            excess = np.maximum(total_host - sum(out["seconds"][k] for k in keys), 0.0)
+            for k in keys:
+                add = excess * host[k] / np.where(total_host > 0, total_host, 1.0)
+                out["seconds"][k] = out["seconds"][k] + add
+                out["overhead_s"][k] = out["overhead_s"][k] + add
     return out

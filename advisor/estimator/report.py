@@ -125,6 +125,12 @@ def assumptions(setup: Setup, config: Config, peak: float) -> list[str]:
             "fp8-mixed: the blocks' weight matmuls at the fp8 peak with an activation cast each (Transformer Engine "
             "style), the rest in bf16; fp32 master weights and Adam state; MFU against the bf16 peak"
         )
+    if eff.calibration_threads:
+        n = eff.calibration_threads
+        out.append(
+            f"{device.id} was calibrated with {n} torch thread{'s' * (n > 1)}: the estimate is for {n}; training "
+            f"with another count (torch.set_num_threads, OMP_NUM_THREADS) needs 'advisor calibrate --threads N'"
+        )
     if dtype == "tf32" and "tf32" not in device.dtypes():
         out.append(f"{device.id} has no tf32: matrix ops run in fp32")
     if profile.precision != config.precision:

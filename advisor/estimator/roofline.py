@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.catalog.schema import Device, Efficiency
-from advisor.profiler.schema import OpRecord
+from advisor.profiler.schema import OpRecord, Profile
 from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, DTYPES, FLOAT_DTYPES, canonical_dtype
 
 
@@ -33,6 +33,7 @@ class OpTime:
     bytes: float
     unit: str  # "matrix" | "vector" | "memory"
     dtype: str
+    host_calls: float = 0.0  # eager ops the host issues for it (a library's own kernels: none)
 
 
 def effective_dtype(op_dtype: str, category: str, profiled: str, target: str) -> str:
@@ -82,20 +83,30 @@ def overhead_for(eff: Efficiency, phase: str | None) -> float:
     return eff.phase_overhead_s.get(phase, eff.op_overhead_s) if phase else eff.op_overhead_s
 
 
-CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution")
+REUSE_CAP = 8e6  # bytes: data touched once per step is looked up as cold at this size, no larger
+# Optimizer-phase ops that only the first step runs (creating its state): a steady-state step has none.
+STATE_INIT = ("aten.zeros_like", "aten.zeros", "aten.empty_like", "aten.empty", "aten.full_like", "aten.clone")
+SCATTERS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
+CONV_FORWARD = ("aten.convolution", "aten._convolution")
+CONV_OPS = (*CONV_FORWARD, "aten.convolution_backward")
+GEMM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.matmul", "aten.linear")
 
 
 def efficiency_source(eff: Efficiency, category: str, dtype: str, op: str | None = None) -> tuple:
-    """Where an op's compute η comes from: (constant η, None, None), or (None, matmul curve by FLOPs per call,
-    convolution curve by FLOPs per byte or None). `compute_efficiency` evaluates it for one call; the
+    """Where an op's compute η comes from: (constant η, None, None, None, 1), or (None, matmul curve by FLOPs
+    per call, convolution curve by FLOPs per byte that replaces it or None, cap by FLOPs per byte that the size
+    curve is held under or None, scale of the size curve). `compute_efficiency` evaluates it for one call; the
     estimator's op tables (advisor/estimator/passes.py) for many at once."""
     if op in eff.op_efficiency:
-        return eff.op_efficiency[op], None, None
+        return eff.op_efficiency[op], None, None, None, 1.0
     if category != "matrix":
-        return eff.vector, None, None
+        return eff.vector, None, None, None, 1.0
     curve = eff.matrix_by_dtype.get(dtype) or eff.matrix_by_dtype.get("fp32" if dtype == "tf32" else "") or eff.matrix
-    conv = eff.conv_by_intensity if op in CONV_OPS else None
-    return None, curve, conv
+    if op in CONV_OPS:
+        conv = (eff.conv_backward_by_intensity if op == "aten.convolution_backward" else None) or eff.conv_by_intensity
+        return None, curve, conv, None, 1.0 if conv else (eff.conv_scale or 1.0)
+    cap = eff.matmul_by_intensity if op in GEMM_OPS else None
+    return None, curve, None, cap, 1.0
 
 
 def compute_efficiency(
@@ -108,15 +119,24 @@ def compute_efficiency(
 ) -> float:
     """η of a compute-bound op. A matmul-class op follows a matmul curve (the calibrated one of its dtype
     where there is one) even when it lands on the vector units, as fp32 GEMMs do on a CPU: its efficiency
-    still grows with its size. Elementwise and reduction work gets the flat vector figure."""
-    constant, curve, conv = efficiency_source(eff, category, dtype, op)
+    still grows with its size. Elementwise and reduction work gets the flat vector figure.
+
+    Size is not the whole story: at the same FLOPs a GEMM with one small dimension (a small batch, one
+    recurrent step) moves far more bytes per FLOP than a square one, and a convolution's efficiency follows
+    its arithmetic intensity too (a depthwise 3x3 does 9 multiply-adds per element and is starved, a dense
+    3x3 behaves like a GEMM). Where the profile has an intensity curve, η is the lower of the two."""
+    constant, curve, conv, cap, scale = efficiency_source(eff, category, dtype, op)
     if constant is not None:
         return constant
-    if conv and bytes_per_call > 0:
-        # A convolution's efficiency follows its arithmetic intensity (FLOPs per byte): a depthwise 3x3
-        # does 9 multiply-adds per element and is starved, a dense 3x3 behaves like a GEMM.
-        return Efficiency.at(conv, flops_per_call / bytes_per_call)
-    return Efficiency.at(curve, flops_per_call)
+    by_size = Efficiency.at(curve, flops_per_call)
+    if bytes_per_call <= 0:
+        return by_size
+    intensity = flops_per_call / bytes_per_call
+    if conv:
+        return Efficiency.at(conv, intensity)
+    if cap:
+        return min(by_size, Efficiency.at(cap, intensity))
+    return by_size * scale
 
 
 def op_time(
@@ -129,37 +149,155 @@ def op_time(
     dtype: str,
     phase: str | None = None,
     op: str | None = None,
+    reuse_bytes: float = 0.0,
+    fixed_s: float | None = None,
+    eta_scale: float = 1.0,
+    serial_bytes: float = 0.0,
+    vector_unit: bool = False,
 ) -> OpTime:
-    """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`."""
+    """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`.
+
+    Memory efficiency is looked up by the bytes of one call, or by `reuse_bytes` when that is larger: the
+    bytes the step touches between two uses of this op's data (an optimizer update finds its parameters and
+    state where the whole last step left them, not in the cache a call of its own size would).
+    `fixed_s` replaces the per-op overhead (total over the calls: kernels a library launches itself pay
+    none); `eta_scale` scales compute efficiency (wave quantization); `serial_bytes` are moved by separate
+    kernels around the op (layout transposes); `vector_unit` runs a matrix op on the vector units."""
     calls = max(count, 1.0)
     f_call, b_call = flops / calls, nbytes / calls
-    overhead = overhead_for(eff, phase) * calls
-    t_mem = b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_call)) if b_call > 0 else 0.0
-    t_cmp, unit = 0.0, "memory"
-    if f_call > 0 and category != "memory":
-        peak, unit = peak_for(device, dtype, category)
-        t_cmp = f_call / (peak * compute_efficiency(eff, category, dtype, f_call, op, b_call))
-    body = max(t_cmp, t_mem) * calls
+    b_look = max(b_call, reuse_bytes)
+    overhead = overhead_for(eff, phase) * calls if fixed_s is None else fixed_s
+    curve = eff.op_curves.get(op) if op else None
+    if curve:
+        # a measured op: its own roofline at the device's peaks, over the efficiency measured at this size
+        peak, unit = peak_for(device, dtype, "vector")
+        unit = unit if f_call > 0 and category != "memory" else "memory"
+        eta = Efficiency.at(curve, b_look)
+        t_cmp = f_call / (peak * eta) if f_call > 0 and category != "memory" else 0.0
+        t_mem = b_call / (device.memory_bandwidth * eta) if b_call > 0 else 0.0
+    else:
+        t_mem = b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_look)) if b_call > 0 else 0.0
+        t_cmp, unit = 0.0, "memory"
+        if f_call > 0 and category != "memory":
+            peak, unit = peak_for(device, dtype, "vector" if vector_unit else category)
+            eta = compute_efficiency(eff, category, dtype, f_call, op, b_call) * eta_scale
+            t_cmp = f_call / (peak * eta)
+    t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls))
+    body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0)
     compute_bound = t_cmp >= t_mem and t_cmp > 0
     return OpTime(
-        seconds=body + overhead,
-        compute_s=body if compute_bound else 0.0,
-        memory_s=0.0 if compute_bound else body,
+        seconds=(body + t_serial) * calls + overhead,
+        compute_s=body * calls if compute_bound else 0.0,
+        memory_s=(0.0 if compute_bound else body * calls) + t_serial * calls,
         overhead_s=overhead,
         flops=flops,
-        bytes=nbytes,
+        bytes=nbytes + serial_bytes,
         unit=unit,
         dtype=dtype,
     )
 
 
 def profile_op_time(
-    op: OpRecord, device: Device, eff: Efficiency, profiled: str, precision: str, batch: float
+    op: OpRecord,
+    device: Device,
+    eff: Efficiency,
+    profiled: str,
+    precision: str,
+    batch: float,
+    step_bytes: float = 0.0,
+    profile_batch: float | None = None,
 ) -> OpTime:
     """Time of one profile record (all its calls) at micro-batch `batch` under `precision`: the one per-op
     timing that the estimator, the roofline plot and calibration all use. The op computes in the dtype the
-    precision gives it (`effective_dtype`) and moves its bytes rescaled to that dtype's width."""
+    precision gives it (`effective_dtype`) and moves its bytes rescaled to that dtype's width. An optimizer
+    op's data comes back after the whole step (`step_bytes`, see `step_bytes`). What the device's kernels
+    do with the op's shapes (tensor-core eligibility, layout transposes, wave quantization; see
+    `kernels`) applies where the family's efficiency data says so."""
+    from advisor.estimator import kernels
+
     dtype = effective_dtype(op.dtype, op.category, profiled, precision)
     scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
     nbytes = (op.bytes_read.at(batch) + op.bytes_written.at(batch)) * scale
-    return op_time(device, eff, op.flops.at(batch), nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op)
+    # capped: past a few MB the memory curve measures fresh allocations (glibc maps each one anew), which an
+    # in-place update never makes
+    reuse = min(step_bytes, REUSE_CAP) if op.phase == "optimizer" else 0.0
+    flops = op.flops.at(batch)
+    extra = {}
+    if op.op in SCATTERS and op.op in eff.op_curves:
+        # a gather's gradient: the zeroed table (what it writes) as plain memory traffic, then the scatter-add
+        # of the rows it reads by the op's own curve
+        written = op.bytes_written.at(batch) * scale
+        nbytes, extra = nbytes - written, {"serial_bytes": written}
+    if op.category == "matrix" and (eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose):
+        tensor = kernels.tensor_cores(op, eff) or dtype not in ("fp16", "bf16")
+        at_profile = op.flops.at(profile_batch) if profile_batch else 0.0
+        growth = flops / at_profile if at_profile > 0 else 1.0
+        extra = {
+            "vector_unit": not tensor,
+            "eta_scale": kernels.wave_efficiency(op, device, eff, flops / max(op.count, 1)) if tensor else 1.0,
+            "serial_bytes": kernels.transpose_bytes(op, eff, dtype, growth),
+        }
+    t = op_time(
+        device, eff, flops, nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op, reuse_bytes=reuse, **extra
+    )
+    t.host_calls = op.count
+    return t
+
+
+def profile_times(profile: Profile, device: Device, eff: Efficiency, precision: str, batch: float):
+    """(phase, OpTime) of every op of one step at micro-batch `batch`: each profile record through
+    `profile_op_time`, recurrent layers the device runs fused costed as such (`fused`), and the step's
+    fixed costs (`step_overhead`). The estimator, the plot and calibration all take their times here."""
+    from advisor.estimator.fused import replaced_modules, rnn_times
+
+    moved = step_bytes(profile, batch)
+    fused = replaced_modules(profile, eff)
+    out = []
+    for op in profile.ops:
+        if op.module in fused or any(op.module.startswith(m + ".") for m in fused):
+            continue
+        if op.phase == "optimizer" and op.op in STATE_INIT:
+            continue  # the profiled step created the optimizer's state; steady-state steps do not
+        out.append(
+            (op.phase, profile_op_time(op, device, eff, profile.precision, precision, batch, moved, profile.batch_size))
+        )
+    for rnn in profile.rnns:
+        if rnn.module in fused:
+            for phase, times in rnn_times(rnn, device, eff, precision, batch).items():
+                out += [(phase, t) for t in times]
+    for phase, seconds in step_overhead(profile, eff).items():
+        out.append((phase, OpTime(seconds, 0.0, 0.0, seconds, 0.0, 0.0, "memory", "")))
+    return out
+
+
+def step_bytes(profile: Profile, batch: float) -> float:
+    """Bytes one training step moves (all phases): the reuse distance of data touched once per step."""
+    return profile.bytes(batch)
+
+
+def step_overhead(profile: Profile, eff: Efficiency) -> dict[str, float]:
+    """Fixed costs of one step that no single op carries, by phase: the Python of each nn.Module call in
+    the forward pass (hooks, __call__, the module's own code), where the efficiency profile measured it."""
+    if eff.module_overhead_s and profile.module_calls and not eff.host_op_s:
+        return {"forward": eff.module_overhead_s * profile.module_calls}
+    return {}
+
+
+def host_bound(
+    sums: dict[str, list[float]], calls: dict[str, float], profile: Profile, eff: Efficiency
+) -> dict[str, list[float]]:
+    """On an asynchronous device (eff.host_op_s set) the host issues ops while the device runs earlier ones:
+    a phase takes the longer of the two, so small ops cost the host's time per op (Python, dispatch,
+    launch), large ones only their kernels. `sums` holds [seconds, compute, memory, overhead, flops, bytes]
+    per phase and `calls` the eager ops the host issues in it (OpTime.host_calls); the host's excess is
+    added as overhead."""
+    if not eff.host_op_s:
+        return sums
+    for phase, acc in sums.items():
+        host = calls.get(phase, 0) * eff.host_op_s
+        if phase == "forward" and eff.module_overhead_s and profile.module_calls:
+            host += eff.module_overhead_s * profile.module_calls
+        if host > acc[0]:
+            acc[3] += host - acc[0]
+            acc[0] = host
+    return sums

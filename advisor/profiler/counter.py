@@ -43,6 +43,9 @@ for _name in ("float8_e4m3fn", "float8_e5m2"):
 # Ops that only make a new view or alias of existing memory: no kernel, no bytes.
 # Gathers read only the rows they pick, not the whole table: bytes read = the indices + what is written.
 GATHERS = {"aten.embedding", "aten.index_select", "aten.gather", "aten.index", "aten._unsafe_index"}
+# Ops whose kernels depend on the memory layout of their input (cuDNN runs tensor-core convolutions in NHWC).
+LAYOUT_OPS = {"aten.convolution", "aten.convolution_backward", "aten._convolution"}
+RNN_MODES = {"LSTM", "GRU", "RNN_TANH", "RNN_RELU"}
 FREE_OPS = {"aten._unsafe_view", "aten.lift_fresh", "aten.alias", "aten.detach", "aten._reshape_alias"}
 # Ops whose saved output, when its last two dimensions are equal, is an attention score matrix (probabilities
 # and their dropout mask): what selective recomputation of the attention core does not keep.
@@ -110,6 +113,8 @@ class Counter(TorchDispatchMode):
         self.keys: dict[tuple, int] = {}  # (op, shapes, dtype, phase, module, category, uncounted) -> index
         self.calls: list[tuple[int, float, int, int]] = []  # per call: key index, flops, bytes read, written
         self.view_ops = 0
+        self.module_calls = 0  # nn.Module calls in the forward pass: Python work no aten op shows
+        self.rnns: list[tuple] = []  # (module pattern, mode, steps, rows, input, hidden, proj, layers, directions)
         self.mem = Memory()
         self._names = {id(m): n for n, m in model.named_modules()}
         self._blocks = {id(b) for b in blocks}
@@ -162,8 +167,11 @@ class Counter(TorchDispatchMode):
     def _pre_hook(self, module, inputs):
         if self.phase != "forward":
             return
+        self.module_calls += 1
         name = self._names.get(id(module), type(module).__name__)
         self._stack.append(pattern(name))
+        if isinstance(module, torch.nn.RNNBase):
+            self._rnn(module, inputs)
         if id(module) in self._blocks and self._block is None:
             self._block = id(module)
             self._blocks_started = True
@@ -177,6 +185,28 @@ class Counter(TorchDispatchMode):
         if self._block is not None:
             return "block"
         return "after" if self._blocks_started else "before"
+
+    def _rnn(self, module: torch.nn.RNNBase, inputs) -> None:
+        """Note a recurrent layer's call: the device may run it as one fused kernel (cuDNN, oneDNN) instead of
+        the per-step ops the meta device decomposes it into."""
+        x = inputs[0] if inputs else None
+        if not isinstance(x, torch.Tensor) or x.dim() != 3 or module.mode not in RNN_MODES:
+            return  # packed sequences and unbatched input: costed by their ops
+        steps, rows = (x.shape[1], x.shape[0]) if module.batch_first else (x.shape[0], x.shape[1])
+        self.rnns.append(
+            (
+                self._stack[-1],
+                module.mode,
+                int(steps),
+                int(rows),
+                module.input_size,
+                module.hidden_size,
+                getattr(module, "proj_size", 0),
+                module.num_layers,
+                2 if module.bidirectional else 1,
+                dtype_name(x.dtype),
+            )
+        )
 
     def _post_hook(self, module, inputs, output):
         if self.phase != "forward" or len(self._stack) < 2:
@@ -282,7 +312,14 @@ class Counter(TorchDispatchMode):
         dtype = dtype_name(ref.dtype) if ref is not None else "none"
         if category == "matrix" and dtype == "fp32" and self.tf32:
             dtype = "tf32"
-        key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None)
+        layout = ""
+        if info.name in LAYOUT_OPS:  # cuDNN picks NHWC kernels when the input or the weight is channels-last
+            first = 1 if info.name == "aten.convolution_backward" else 0
+            for x in args[first : first + 2]:
+                if isinstance(x, torch.Tensor) and x.dim() in (4, 5) and not x.is_contiguous():
+                    fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+                    layout = "channels_last" if x.is_contiguous(memory_format=fmt) else layout
+        key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout)
         index = self.keys.get(key)
         if index is None:
             index = self.keys[key] = len(self.keys)

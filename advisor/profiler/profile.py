@@ -25,6 +25,7 @@ from advisor.profiler.schema import (
     ModelSource,
     OpRecord,
     Profile,
+    RnnCall,
     Timing,
     now_iso,
 )
@@ -37,7 +38,7 @@ NEG_TOLERANCE = 0.01  # a fixed part below -1 % of the value at the first batch 
 
 def _signature(r: StepResult) -> list[tuple]:
     """Per call, what must agree between the two runs: op, dtype, phase, module, category."""
-    return [(k[0], k[2], k[3], k[4], k[5]) for k in (r.keys[c[0]] for c in r.calls)]
+    return [(k[0], k[2], k[3], k[4], k[5], k[7]) for k in (r.keys[c[0]] for c in r.calls)]
 
 
 def _shapes(shapes: tuple) -> str:
@@ -50,8 +51,9 @@ def _shapes(shapes: tuple) -> str:
 
 
 def _record(key: tuple, count: int, lin: dict[str, Linear]) -> OpRecord:
-    name, shapes, dtype, phase, module, category, uncounted = key
+    name, shapes, dtype, phase, module, category, uncounted, layout = key
     return OpRecord(
+        layout=layout or None,
         op=name,
         phase=phase,
         category=category,
@@ -131,6 +133,42 @@ def _mem_fit(a: StepResult, b: StepResult, linear: bool, value: Callable[[StepRe
     return line
 
 
+def _rnns(a: StepResult, b: StepResult) -> list[RnnCall]:
+    """The recurrent layers' calls, identical ones counted together; rows per call as a line in the batch."""
+
+    def grouped(r: StepResult) -> dict[tuple, list[int]]:
+        out: dict[tuple, list[int]] = {}
+        for module, mode, steps, rows, *dims in r.rnns:
+            out.setdefault((module, mode, steps, *dims), []).append(rows)
+        return out
+
+    ga, gb = grouped(a), grouped(b)
+    records = []
+    for key, rows_a in ga.items():
+        module, mode, steps, inp, hidden, proj, layers, dirs, dtype = key
+        rows_b = gb.get(key, rows_a)
+        if b.batch_size != a.batch_size and len(rows_b) == len(rows_a):
+            rows = Linear.fit(a.batch_size, rows_a[0], b.batch_size, rows_b[0])
+        else:
+            rows = Linear.proportional(a.batch_size, rows_a[0])
+        records.append(
+            RnnCall(
+                module=module,
+                mode=mode,
+                count=len(rows_a),
+                steps=steps,
+                rows=rows,
+                input_size=inp,
+                hidden_size=hidden,
+                proj_size=proj,
+                layers=layers,
+                directions=dirs,
+                dtype=dtype,
+            )
+        )
+    return records
+
+
 def saved_parts(r: StepResult, hidden: int | None) -> dict[str, float]:
     """The step's saved tensors summed into the ActivationParts fields (see schema.ActivationParts)."""
     parts = dict.fromkeys(ActivationParts.model_fields, 0.0)
@@ -168,22 +206,25 @@ def time_steps(
     low = low_dtype(precision)
     model, batch, opt, _ = build(mf, device, batch_size, precision, optimizer)
     phases: list[tuple[float, float, float]] = []
+    # one CPU thread: the process's CPU clock, which other processes on a shared machine cannot inflate (as
+    # advisor calibrate times); otherwise the wall clock
+    clock = time.process_time if device == "cpu" and torch.get_num_threads() == 1 else time.perf_counter
     with matmul_precision(precision, device):
         for i in range(warmup + repeats):
             opt.zero_grad(set_to_none=True)
             sync()
-            t0 = time.perf_counter()
+            t0 = clock()
             ctx = torch.autocast(device_type=device, dtype=low) if low is not None else contextlib.nullcontext()
             with ctx:
                 loss = forward_loss(mf, model, batch)
             sync()
-            t1 = time.perf_counter()
+            t1 = clock()
             loss.backward()
             sync()
-            t2 = time.perf_counter()
+            t2 = clock()
             opt.step()
             sync()
-            t3 = time.perf_counter()
+            t3 = clock()
             if i >= warmup:
                 phases.append((t1 - t0, t2 - t1, t3 - t2))
     name = torch.cuda.get_device_name() if device == "cuda" else cpu_name()
@@ -319,6 +360,8 @@ def profile_model(
         ops=ops,
         uncounted_ops=uncounted,
         view_ops=first.view_ops,
+        module_calls=first.module_calls,
+        rnns=_rnns(first, second),
         timing=timing,
         structure=structure,
         source=getattr(mf, "source", None) or ModelSource(kind="file", id=mf.path.name, config_sha256=mf.sha256),

@@ -90,6 +90,26 @@ class OpRecord(Strict):
     bytes_written: Linear
     shapes: Text = Field("", description="input shapes at the default batch size, for display")
     uncounted: bool = Field(False, description="no FLOP formula is known for this op: flops are 0")
+    layout: str | None = Field(
+        None, description="'channels_last' when a convolution's input is NHWC in memory; None for the default (NCHW)"
+    )
+
+
+class RnnCall(Strict):
+    """One call of a recurrent layer (nn.LSTM, nn.GRU, nn.RNN) in the forward pass, as the device may run it:
+    one fused kernel per layer (cuDNN, oneDNN) instead of the per-step ops a decomposition records."""
+
+    module: str = Field(description="module path (pattern) of the layer: its ops in the profile carry it")
+    mode: str = Field(description="LSTM, GRU, RNN_TANH or RNN_RELU")
+    count: int = Field(ge=1, description="calls per step")
+    steps: int = Field(ge=1, description="time steps per call")
+    rows: Linear = Field(description="sequences per call (the batch dimension) at a micro-batch")
+    input_size: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    proj_size: int = Field(0, ge=0)
+    layers: int = Field(ge=1)
+    directions: int = Field(ge=1, le=2)
+    dtype: str
 
 
 class NvmlInfo(Strict):
@@ -226,6 +246,10 @@ class Profile(Strict):
     ops: list[OpRecord] = Field(max_length=MAX_OPS)
     uncounted_ops: list[str] = Field([], description="ops with no FLOP formula (recorded with flops 0)")
     view_ops: int = Field(0, description="view/alias calls per step: no kernel, no bytes, not listed in ops")
+    module_calls: int | None = Field(
+        None, ge=0, description="nn.Module calls in one forward pass: eager Python work that no aten op shows"
+    )
+    rnns: list[RnnCall] = Field([], description="recurrent layers, for devices that run them as fused kernels")
     timing: Timing | None = None
     structure: Structure | None = Field(None, description="repeated blocks, hidden size, attention heads")
     source: ModelSource | None = Field(None, description="what the model was built from (newer profiles)")

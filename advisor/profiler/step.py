@@ -25,6 +25,8 @@ class StepResult:
     keys: list[tuple]
     calls: list[tuple[int, float, int, int]]
     view_ops: int
+    module_calls: int
+    rnns: list[tuple]
     parameters: int
     trainable: int
     parameter_bytes: int
@@ -269,6 +271,8 @@ def run_step(
         keys=list(counter.keys),
         calls=counter.calls,
         view_ops=counter.view_ops,
+        module_calls=counter.module_calls,
+        rnns=counter.rnns,
         parameters=sum(p.numel() for p in model.parameters()),
         trainable=sum(p.numel() for p in trainable),
         parameter_bytes=_unique_bytes(model.parameters()),

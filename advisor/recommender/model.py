@@ -80,6 +80,7 @@ class Option(BaseModel):
     memory_bytes: NonNegative
     memory_capacity_bytes: NonNegative | None = None
     memory_headroom_bytes: Finite | None = None
+    error_band: NonNegative | None = Field(None, description="expected |error| of the time (a fraction); see estimate")
     pareto: bool = False
     meets_deadline: bool = True
     within_budget: bool = True

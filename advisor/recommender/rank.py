@@ -21,6 +21,7 @@ import numpy as np
 from advisor import units
 from advisor.catalog.schema import Catalog
 from advisor.errors import UserError
+from advisor.estimator.bands import band_for, workload_kind
 from advisor.estimator.batch import resolve_global_batch
 from advisor.estimator.config import Config, Workload
 from advisor.estimator.estimate import billed_cost, estimate, host_share, scaled_device, steps_for
@@ -55,7 +56,7 @@ def mark_pareto(options: list[Option]) -> list[Option]:
 
 
 def _row(cand: Candidate, found: Found, i: int, costs: dict, pricing: str, hourly: float, cost: float, cap,
-         constraints: Constraints, owned: bool):  # fmt: skip
+         constraints: Constraints, owned: bool, band: float | None):  # fmt: skip
     nodes = int(found.nodes[i])
     layout = found.layout(i)
     inst = cand.instance
@@ -103,6 +104,7 @@ def _row(cand: Candidate, found: Found, i: int, costs: dict, pricing: str, hourl
         memory_bytes=memory,
         memory_capacity_bytes=cap,
         memory_headroom_bytes=None if cap is None else cap - memory,
+        error_band=band,
         pareto=False,
         meets_deadline=constraints.deadline_s is None or total <= constraints.deadline_s,
         within_budget=constraints.budget_usd is None or cost <= constraints.budget_usd,
@@ -191,6 +193,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
     if not setups:
         return [], rejections, 0, None
     found = search_many(setups, counts, gb.samples, cache)
+    kind = workload_kind(profile)
     winners = best(found)
     group = found.setup * (1 << 20) + found.nodes
     keys, index, sizes = np.unique(group, return_inverse=True, return_counts=True)
@@ -231,6 +234,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
             if fitting[g] > 1:
                 rejected("slower layout", label, int(fitting[g] - 1))
             costs = run_of(profile, catalog, cand, setup, found, i, workload, run)
+            band = band_for(catalog, cand.device, catalog.efficiency[cand.device.efficiency], profile, kind)[0]
             inst = cand.instance
             for pricing in pricings:
                 hourly = inst.hourly_usd(spot=pricing == "spot")
@@ -238,7 +242,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
                     rejections.add(f"no {pricing} price", inst.id)
                     continue
                 cost = billed_cost(costs["total_s"], hourly, nodes, inst)
-                feasible.append(_row(cand, found, i, costs, pricing, hourly, cost, cap, constraints, owned))
+                feasible.append(_row(cand, found, i, costs, pricing, hourly, cost, cap, constraints, owned, band))
     return feasible, rejections, found.layouts, closest
 
 

@@ -17,6 +17,7 @@ def _pct(part: float, whole: float) -> str:
 UNACHIEVABLE = (
     "step_time_s", "parts", "phases", "compute_s", "memory_bound_s", "overhead_s", "comm", "comm_by_dim",
     "samples_per_s", "mfu", "scaling_efficiency", "input", "run", "total_time_s", "node_usd_per_hour", "cost_usd",
+    "error_band",
 )  # fmt: skip
 PART_LABELS = {
     "forward": "forward",
@@ -116,6 +117,8 @@ def _step_table(est: Estimate) -> None:
         step.add_row(PART_LABELS[name], units.fmt_duration(seconds), _pct(seconds, est.step_time_s), note)
     step.add_row("[bold]step[/bold]", f"[bold]{units.fmt_duration(est.step_time_s)}[/bold]", "100 %", "")
     console.print(step)
+    if est.error_band is not None:
+        console.print(f"expected error {est.error_basis}", soft_wrap=True)
     comm = est.comm
     console.print(
         f"of which compute-bound {units.fmt_duration(est.compute_s)}, memory-bound "
@@ -191,7 +194,8 @@ def print_estimate(est: Estimate, profile_name: str) -> None:
             console.print("nothing in the catalog holds it with these settings", soft_wrap=True)
     elif est.steps is not None:
         _run_table(est)
-        line = f"total {units.fmt_duration(est.total_time_s)}"
+        band = f" (±{100 * est.error_band:.0f} %)" if est.error_band is not None else ""
+        line = f"total {units.fmt_duration(est.total_time_s)}{band}"
         if est.cost_usd is not None:
             pricing = "spot" if c.spot else "on-demand"
             line += (

@@ -61,7 +61,7 @@ def option_row(o) -> list[str]:
         f"{o.micro_batch} × {o.accumulation}",
         units.fmt_duration(o.step_time_s) + bound,
         units.fmt_duration(o.startup_s + o.checkpoint_s + o.eval_s),
-        units.fmt_duration(o.total_time_s),
+        units.fmt_duration(o.total_time_s) + (f" ±{100 * o.error_band:.0f}%" if o.error_band else ""),
         cost_cell(o),
         f"{100 * o.mfu:.0f} %",
         _headroom(o),

@@ -1,0 +1,155 @@
+"""Matrix-class kernels: square GEMMs by size per dtype, GEMMs with one small dimension by arithmetic
+intensity, and convolutions (forward, and backward to input and weight) by arithmetic intensity.
+
+Operands rotate through more memory than the caches hold: in a training step a GEMM's weights and
+activations arrive from memory, not from the cache a repeated call would leave them in.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+
+from advisor.calibration.bench import Clock, Point, alternate
+
+MATMUL_SIZES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+COLD_SETS = 512  # at most this many operand pairs per size
+REFERENCE_N = 512
+REFERENCE_FLOPS = 2.0 * REFERENCE_N**3
+# GEMMs of M x 1024 by 1024 x 1024: one dimension as small as a batch of rows or one recurrent step
+SKINNY_M = (4, 8, 16, 32, 64, 128, 256)
+SKINNY_NK = 1024
+# (batch, input channels, output channels, side, groups, kernel, stride): depthwise 3x3, pointwise 1x1 and dense
+# 3x3 layers of CNNs, a 3-channel stem and the stride-2 layers that halve a stage's resolution.
+CONV_SHAPES = (
+    (16, 32, 32, 32, 32, 3, 1),
+    (16, 128, 128, 16, 128, 3, 1),
+    (16, 512, 512, 8, 512, 3, 1),
+    (16, 32, 32, 32, 1, 1, 1),
+    (16, 128, 128, 16, 1, 1, 1),
+    (16, 512, 512, 8, 1, 1, 1),
+    (16, 16, 16, 32, 1, 3, 1),
+    (16, 64, 64, 16, 1, 3, 1),
+    (16, 256, 256, 8, 1, 3, 1),
+    (16, 3, 16, 32, 1, 3, 1),
+    (16, 16, 32, 32, 1, 3, 2),
+    (16, 32, 64, 16, 1, 1, 2),
+)
+
+
+def _cold_bytes(device: str, quick: bool) -> float:
+    return (256e6 if device == "cuda" else 64e6) / (16 if quick else 1)  # beyond the last-level cache
+
+
+def _layouts():
+    """The three GEMMs of a linear layer: forward x·Wᵀ, input gradient g·W, weight gradient gᵀ·x."""
+    import torch
+
+    return (lambda a, b: torch.mm(a, b.t()), torch.mm, lambda a, b: torch.mm(a.t(), b))
+
+
+def square_points(device: str, dtype, clock: Clock, quick: bool) -> list[Point]:
+    import torch
+
+    sizes = MATMUL_SIZES[::3] if quick else MATMUL_SIZES
+    if device == "cuda" and not quick:
+        sizes = (*sizes, 2048, 4096, 8192)
+    cold = _cold_bytes(device, quick)
+    points = []
+    for n in sizes:
+        sets = [
+            (torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype))
+            for _ in range(max(2, min(COLD_SETS, int(cold / (2 * n * n * dtype.itemsize)))))
+        ]
+        times = []
+        for layout in _layouts():
+            turn = itertools.cycle(sets)
+            times.append(clock(lambda turn=turn, f=layout: f(*next(turn)), f"mm {n} {dtype}"))
+        points.append(Point(2.0 * n**3, statistics.mean(times)))
+    return points
+
+
+def reference_matmul(device: str, clock: Clock) -> float:
+    """Seconds of one fp32 512³ GEMM on hot operands: the figure quality.py compares between runs."""
+    import torch
+
+    a = torch.randn(REFERENCE_N, REFERENCE_N, device=device)
+    b = torch.randn(REFERENCE_N, REFERENCE_N, device=device)
+    return clock(lambda: torch.mm(a, b), "reference mm")
+
+
+def skinny_points(device: str, clock: Clock, quick: bool) -> list[tuple[float, float, float]]:
+    """fp32 GEMMs (M x K)·(K x N) with M small, in the three layouts: (FLOPs, bytes read + written,
+    seconds) per call, counted as the profiler counts an mm (both operands read, the product written)."""
+    import torch
+
+    cold = _cold_bytes(device, quick)
+    nk = SKINNY_NK // (4 if quick else 1)
+    out = []
+    for m in SKINNY_M[::2] if quick else SKINNY_M:
+        nbytes = 4.0 * (m * nk + nk * nk + m * nk)
+        count = max(2, min(COLD_SETS, int(cold / nbytes)))
+        # x (m, k), W (n, k), g (m, n): forward x·Wᵀ, input gradient g·W, weight gradient gᵀ·x (inner
+        # dimension m, the n x k product written): the same FLOPs and bytes in each layout
+        sets = [
+            (torch.randn(m, nk, device=device), torch.randn(nk, nk, device=device), torch.randn(m, nk, device=device))
+            for _ in range(count)
+        ]
+        layouts = (
+            lambda s: torch.mm(s[0], s[1].t()),
+            lambda s: torch.mm(s[2], s[1]),
+            lambda s: torch.mm(s[2].t(), s[0]),
+        )
+        times = []
+        for layout in layouts:
+            turn = itertools.cycle(sets)
+            times.append(clock(lambda turn=turn, f=layout: f(next(turn)), f"mm {m}x{nk}"))
+        out.append((2.0 * m * nk * nk, nbytes, statistics.mean(times)))
+    return out
+
+
+def floors(device: str, clock: Clock) -> dict[str, float]:
+    """Seconds of the smallest GEMMs and convolutions, their library setup: {aten op: seconds per call}."""
+    import torch
+    import torch.nn.functional as F
+
+    A = torch.ops.aten
+    a, b, bias = (torch.randn(4, 4, device=device) for _ in range(3))
+    x, w = torch.randn(1, 4, 4, 4, device=device), torch.randn(4, 4, 3, 3, device=device)
+    y = F.conv2d(x, w, padding=1)
+    args = ([1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    cases = {
+        "aten.mm": lambda: A.mm(a, b),
+        "aten.addmm": lambda: A.addmm(bias[0], a, b),
+        "aten.bmm": lambda: A.bmm(a[None], b[None]),
+        "aten.convolution": lambda: A.convolution(x, w, None, *args),
+        "aten.convolution_backward": lambda: A.convolution_backward(y, x, w, None, *args, [True, True, False]),
+    }
+    return {op: clock(fn, f"smallest {op}") for op, fn in cases.items()}
+
+
+def conv_points(device: str, clock: Clock, quick: bool):
+    """Forward and backward (input and weight gradients) of CNN-like conv2d layers, NCHW as eager runs
+    them: two lists of (FLOPs, bytes read + written, seconds) per call, counted by the profiler's counter."""
+    import torch
+
+    from advisor.calibration.ops import _counted
+
+    A = torch.ops.aten
+    fwd, bwd = [], []
+    for n, cin, cout, side, groups, k, stride in CONV_SHAPES[::4] if quick else CONV_SHAPES:
+        args = ([stride] * 2, [k // 2] * 2, [1, 1], False, [0, 0], groups)
+        calls, back = [], []
+        for _ in range(2):
+            x = torch.randn(n, cin, side, side, device=device)
+            w = torch.randn(cout, cin // groups, k, k, device=device)
+            y = A.convolution(x, w, None, *args)
+            gy = torch.randn_like(y)
+            calls.append(lambda x=x, w=w, a=args: A.convolution(x, w, None, *a))
+            back.append(lambda x=x, w=w, gy=gy, a=args: A.convolution_backward(gy, x, w, None, *a, [True, True, False]))
+        shape = f"conv {cin}->{cout}ch {side}px g{groups} k{k} s{stride}"
+        for fns, out, what in ((calls, fwd, shape), (back, bwd, shape + " backward")):
+            counted = [c for c in _counted(fns[0]) if c[0].startswith("aten.convolution")]
+            if len(counted) == 1:
+                out.append((counted[0][1], counted[0][2], clock(alternate(fns), what)))
+    return fwd, bwd

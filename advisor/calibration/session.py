@@ -1,0 +1,60 @@
+"""One calibration from start to finish: measure, fit the fixed costs, check for a busy machine, and write
+the overlay without silently replacing a better one. Used by `advisor calibrate` and the benchmarks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from advisor.calibration.bench import Measurements
+
+
+def calibrate(
+    device: str, quick: bool = False, tick: Callable[[str], None] = lambda s: None
+) -> tuple[dict, Measurements]:
+    """(overlay data, measurements) for the local `device` at torch's current thread count."""
+    import torch
+
+    from advisor.calibration import bench, fit, overlay, quality
+
+    start = time.perf_counter()
+    load = quality.load_per_core() if device == "cpu" else None
+    m = bench.run(device, quick=quick, tick=tick)
+    if not quick:
+        per_op, module, _ = fit.fit_overheads(
+            overlay.build(m), device, torch.get_num_threads(), m.dispatch_s, m.module_overhead_s, tick
+        )
+        m.phase_overhead_s, m.module_overhead_s = per_op, module
+    m.warnings = quality.check(m, load)
+    m.seconds = time.perf_counter() - start
+    data = overlay.build(m)
+    overlay.models(data)  # validate before anything is written
+    return data, m
+
+
+def rejected_path(path: Path) -> Path:
+    """Where a disturbed calibration goes when it may not replace `path`: beside the catalog folder, so that
+    the catalog does not load it."""
+    return path.parent.parent / "calibration-rejected" / path.name
+
+
+def save(data: dict, path: Path, force: bool = False) -> tuple[Path, str | None]:
+    """Write `data` to `path`, unless a clean calibration is there and this one carries warnings (then to
+    `rejected_path`). Returns (where it went, why the old one was kept or None)."""
+    from advisor.calibration.quality import keep_existing
+    from advisor.errors import UserError
+    from advisor.io import dump_yaml, read_yaml, write_atomic
+
+    old = None
+    if path.is_file():
+        try:
+            old = read_yaml(path)
+        except UserError:
+            old = None  # unreadable: replace it
+    eff = data["efficiency"][0]
+    reason = None if force else keep_existing(old, eff.get("calibration_warnings", []), eff.get("calibration_threads"))
+    target = rejected_path(path) if reason else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(target, "# written by advisor calibrate; rerun it to refresh\n" + dump_yaml(data), "calibration")
+    return target, reason

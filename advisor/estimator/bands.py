@@ -1,0 +1,95 @@
+"""The expected error of an estimate: a band for its device family and kind of workload, read from the
+validation results the benchmarks commit (catalog/accuracy-*.yaml), widened where none covers the device.
+
+    error_band = median |error| of the validation runs of that device family and workload kind
+
+A calibrated device (measured by `advisor calibrate`) takes the band of calibrated devices of its kind at the
+calibration's thread count. A family with no band of the workload's kind takes its band over all kinds; a
+family with no validation at all takes the median band of the validated families (same workload kind where
+there are some), times WIDEN, at least MIN_UNCOVERED, and says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from advisor.catalog.schema import AccuracyBand, Catalog, Device, Efficiency
+from advisor.profiler.schema import Profile
+
+WIDEN = 1.5  # no validation data for the family: the median band of the others, this much wider
+MIN_UNCOVERED = 0.25  # and never narrower than this
+RNN_OPS = ("rnn", "lstm", "gru")
+CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution")
+GATHER_OPS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
+ATTENTION = "attention"
+
+
+def workload_kind(profile: Profile) -> str:
+    """cnn, transformer, rnn, recommender or mlp, from where the profile's work is (at its batch size)."""
+    b = profile.batch_size
+    flops = profile.flops(b) or 1.0
+    nbytes = profile.bytes(b) or 1.0
+
+    def share(pred, of="flops") -> float:
+        ops = [o for o in profile.ops if pred(o)]
+        if of == "flops":
+            return sum(o.flops.at(b) for o in ops) / flops
+        return sum(o.bytes_read.at(b) + o.bytes_written.at(b) for o in ops) / nbytes
+
+    recurrent = {r.module for r in profile.rnns}
+    rnn = share(lambda o: any(w in o.op for w in RNN_OPS) or o.module in recurrent)
+    if rnn > 0.3:
+        return "rnn"
+    if share(lambda o: o.op in CONV_OPS) > 0.4:
+        return "cnn"
+    # embedding tables (the gradient a table's backward writes is as large as the table) holding most of the
+    # parameters: gathers, scatters and the updates of whole tables dominate
+    tables = sum(o.bytes_written.at(b) for o in profile.ops if o.phase == "backward" and o.op in GATHER_OPS)
+    if tables > 0.5 * profile.memory.parameter_bytes:
+        return "recommender"
+    # attention: a fused kernel, or batched matmuls around a softmax (written out, or einsum)
+    scores = share(lambda o: o.op in ("aten.bmm", "aten.baddbmm")) > 0.005 and any(
+        "softmax" in o.op for o in profile.ops
+    )
+    if scores or any(ATTENTION in o.op for o in profile.ops):
+        return "transformer"
+    return "mlp"
+
+
+def calibrated(device: Device, eff: Efficiency) -> bool:
+    return eff.calibration_threads is not None or device.source.startswith("measured by advisor calibrate")
+
+
+def _pick(bands: list[AccuracyBand], threads: int | None) -> AccuracyBand | None:
+    if not bands:
+        return None
+    same = [b for b in bands if threads is None or b.threads in (None, threads)]
+    return max(same or bands, key=lambda b: b.error_band)
+
+
+def band_for(
+    catalog: Catalog, device: Device, eff: Efficiency, profile: Profile, kind: str | None = None
+) -> tuple[float, str]:
+    """(error band as a fraction, its basis in words) for an estimate of `profile` on `device`; `kind` is
+    the profile's workload kind when the caller knows it already."""
+    kind = kind or workload_kind(profile)
+    family = f"calibrated-{device.kind}" if calibrated(device, eff) else eff.id
+    threads = eff.calibration_threads
+    bands = [b for b in catalog.accuracy.values() if b.applies_to == family]
+    for wanted in (kind, "any"):
+        band = _pick([b for b in bands if b.workload == wanted], threads)
+        if band is not None:
+            what = "" if band.workload == kind else f" (no {kind} runs of its own: all kinds)"
+            return band.error_band, f"±{band.error_band:.0%}: {band.basis}{what}, {band.as_of}"
+    others = [b for b in catalog.accuracy.values() if b.workload == kind] or [
+        b for b in catalog.accuracy.values() if b.workload == "any"
+    ]
+    if not others:
+        return 1.0, "no validation results in the catalog (catalog/accuracy-*.yaml): ±100 % assumed"
+    typical = statistics.median(b.error_band for b in others)
+    value = max(MIN_UNCOVERED, WIDEN * typical)
+    what = others[0].workload if others[0].workload != "any" else "all"
+    return value, (
+        f"±{value:.0%}: no validation runs cover {family}; {WIDEN:g} x the median band ({typical:.0%}) of "
+        f"{len(others)} validated device families for {what} workloads"
+    )

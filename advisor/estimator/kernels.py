@@ -1,0 +1,114 @@
+"""What a GPU kernel library really runs for a profiled op, beyond its FLOPs and bytes: the data here turns
+a profile record (op, shapes, layout) into adjustments of its roofline time, per device family
+(catalog/efficiency.yaml says which apply and with what figures).
+
+- Tensor-core eligibility: cuDNN runs a 16-bit convolution on tensor cores only when its input and output
+  channels are multiples of `tensor_core_channels` (8 for fp16/bf16); others run on the CUDA cores.
+- Layout: a 16-bit tensor-core convolution on NCHW input is bracketed by transposes to NHWC and back
+  (`nchw_transpose`): its input and output cross memory once more each way.
+- Wave quantization: a GEMM or implicit-GEMM convolution runs as ceil(M/tm)·ceil(N/tn) output tiles over
+  `sm_count` multiprocessors; the last, partial wave costs a full one.
+The shapes come from the profile record's `shapes` (taken at the profile's batch size); the batch dimension
+grows with the FLOPs when the estimate is for another micro-batch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from advisor.catalog.schema import Device, Efficiency
+from advisor.profiler.schema import OpRecord
+from advisor.vocab import DTYPE_BYTES
+
+CONV_FORWARD = ("aten.convolution", "aten._convolution")
+CONV_BACKWARD = "aten.convolution_backward"
+GEMM_2D = ("aten.mm", "aten.addmm")
+GEMM_3D = ("aten.bmm", "aten.baddbmm")
+_SHAPE = re.compile(r"\[([0-9, ]*)\]|(\d+) tensors \((\d+) elements\)")
+
+
+def parse_shapes(text: str) -> list[tuple[int, ...]]:
+    """The tensor shapes of a record's `shapes` ('[8, 3, 224, 224], [64, 3, 7, 7]'); a tensor list
+    ('4 tensors (1024 elements)') counts as one entry of its total elements."""
+    out = []
+    for dims, _, elements in _SHAPE.findall(text or ""):
+        if elements:
+            out.append((int(elements),))
+        else:
+            out.append(tuple(int(d) for d in dims.split(",") if d.strip()))
+    return out
+
+
+def conv_dims(op: OpRecord) -> tuple[int, int, int, int] | None:
+    """(input channels, output channels, groups, reduction length Cin/g·kh·kw) of a convolution record."""
+    shapes = parse_shapes(op.shapes)
+    if op.op in CONV_FORWARD and len(shapes) >= 2:
+        x, w = shapes[0], shapes[1]
+    elif op.op == CONV_BACKWARD and len(shapes) >= 3:
+        x, w = shapes[1], shapes[2]
+    else:
+        return None
+    if len(x) < 3 or len(w) < 3 or not w[1]:
+        return None
+    cin, cout = x[1], w[0]
+    groups = max(1, cin // w[1])
+    return cin, cout, groups, math.prod(w[1:])
+
+
+def tensor_cores(op: OpRecord, eff: Efficiency) -> bool:
+    """Whether a 16-bit convolution qualifies for tensor cores (every other matrix op does)."""
+    multiple = eff.tensor_core_channels
+    if not multiple or op.op not in (*CONV_FORWARD, CONV_BACKWARD):
+        return True
+    dims = conv_dims(op)
+    if dims is None:
+        return True
+    cin, cout, groups, _ = dims
+    return (cin // groups) % multiple == 0 and (cout // groups) % multiple == 0
+
+
+def transpose_bytes(op: OpRecord, eff: Efficiency, dtype: str, batch_scale: float) -> float:
+    """Bytes the NCHW <-> NHWC transposes around a tensor-core convolution move (0 when none apply),
+    all calls; `batch_scale` is the micro-batch over the profile's batch size."""
+    if dtype not in eff.nchw_transpose or op.layout == "channels_last" or not tensor_cores(op, eff):
+        return 0.0
+    if op.op not in (*CONV_FORWARD, CONV_BACKWARD):
+        return 0.0
+    dims = conv_dims(op)
+    shapes = parse_shapes(op.shapes)
+    if dims is None:
+        return 0.0
+    width = DTYPE_BYTES.get(dtype, 2)
+    x = shapes[0] if op.op in CONV_FORWARD else shapes[1]
+    activations = math.prod(x) * batch_scale
+    out = activations * dims[1] / max(dims[0], 1)  # the output, at the output's channels (same spatial size)
+    if op.op == CONV_BACKWARD:  # the incoming gradient in, the input gradient out, the saved input again
+        return 2 * width * (out + 2 * activations) * op.count
+    return 2 * width * (activations + out) * op.count
+
+
+def wave_efficiency(op: OpRecord, device: Device, eff: Efficiency, flops_per_call: float) -> float:
+    """Share of the tile slots that hold work over all waves, tiles / (waves · slots), for a GEMM or an
+    implicit-GEMM convolution of `flops_per_call`; the rows M follow from the FLOPs, so the figure holds
+    at any micro-batch."""
+    if not eff.gemm_tile or not device.sm_count or flops_per_call <= 0:
+        return 1.0
+    tm, tn = eff.gemm_tile
+    shapes = parse_shapes(op.shapes)
+    if op.op in GEMM_2D and len(shapes) >= 2 and len(shapes[-2]) == 2 and len(shapes[-1]) == 2:
+        k, n, batches = shapes[-2][1], shapes[-1][1], 1
+    elif op.op in GEMM_3D and len(shapes) >= 2 and len(shapes[-2]) == 3 and len(shapes[-1]) == 3:
+        k, n, batches = shapes[-2][2], shapes[-1][2], shapes[-2][0]
+    elif op.op in CONV_FORWARD and conv_dims(op) is not None:
+        _, cout, groups, k = conv_dims(op)
+        n, batches = cout // groups, groups
+    else:
+        return 1.0
+    if not (k and n):
+        return 1.0
+    m = max(1, round(flops_per_call / (2.0 * batches * n * k)))
+    tiles = math.ceil(m / tm) * math.ceil(n / tn) * batches
+    slots = device.sm_count * max(1, eff.tiles_per_sm or 1)
+    waves = math.ceil(tiles / slots)
+    return tiles / (waves * slots)

@@ -1,0 +1,102 @@
+"""Calibration that notices a busy machine (issue 9), the fits it makes, and the error bands estimates carry
+(issue 10), with fake measurements: every expected value is derived by hand beside it."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from test_calibrate import fake_measurements
+
+from advisor.calibration import quality, session
+from advisor.calibration.bench import Measurements
+from advisor.calibration.fit import nonnegative_fit
+from advisor.calibration.overlay import build, monotone
+
+
+def quiet() -> Measurements:
+    m = fake_measurements()
+    m.spreads = [("mm", 1.02), ("copy", 1.1), ("gelu", 1.05)]
+    m.checks = {
+        "dispatch_first_s": 1.5e-6,
+        "dispatch_last_s": 1.6e-6,
+        "matmul_ref_first_s": 3.0e-3,
+        "matmul_ref_last_s": 3.1e-3,
+        "matmul_ref_1thread_s": 5.8e-3,
+        "dispatch_1thread_s": 1.4e-6,
+        "matmul_ref_flops": 2.0 * 512**3,
+    }
+    m.phase_overhead_s = {"forward": 8e-6, "backward": 10e-6, "optimizer": 4e-6}
+    return m
+
+
+def test_a_quiet_run_has_no_warnings():
+    assert quality.check(quiet(), load_before=0.2) == []
+
+
+def test_contradictions_of_a_busy_machine_are_flagged():
+    m = quiet()
+    m.spreads = [("mm", 1.5), ("copy", 1.4), ("gelu", 1.0)]  # 2 of 3 rounds far apart (> 20 % of them)
+    m.checks["matmul_ref_last_s"] = 4.5e-3  # 3.0 ms at the start, 4.5 ms at the end: 50 % drift
+    m.checks["matmul_ref_1thread_s"] = 3.2e-3  # one thread 3.2 ms, two threads 3.0 ms: 1.07 x, below 1.15 x
+    m.phase_overhead_s["backward"] = 90e-6  # 90 µs per op > 40 x the quiet dispatch cost of 1.4 µs (56 µs)
+    warnings = quality.check(m, load_before=1.6)
+    text = " | ".join(warnings)
+    assert len(warnings) == 5, text
+    assert "load 1.60 per core" in text
+    assert "2 of 3 measurements varied" in text
+    assert "a 512x512 GEMM took 3e+03 µs at the start and 4.5e+03 µs at the end" in text
+    # 2·512³ = 268 MFLOP: 268e6 / 3.0e-3 = 89.5 GFLOP/s on 2 threads, / 3.2e-3 = 83.9 on one
+    assert "2-thread GEMM rate (89.5 GFLOP/s) is not above the one-thread rate (83.9 GFLOP/s)" in text
+    assert "fixed cost per backward op (90 µs)" in text
+
+
+def test_a_clean_calibration_is_not_replaced_by_a_disturbed_one(tmp_path):
+    path = tmp_path / "advisor" / "catalog" / "local-cpu.yaml"
+    clean = build(quiet())
+    written, kept = session.save(clean, path)
+    assert written == path and kept is None
+    noisy_m = quiet()
+    noisy_m.warnings = ["the 2-thread GEMM rate is not above the one-thread rate"]
+    noisy = build(noisy_m)
+    written, kept = session.save(noisy, path)
+    assert kept and "showed no such marks" in kept
+    assert written == tmp_path / "advisor" / "calibration-rejected" / "local-cpu.yaml"
+    assert "calibration_warnings" not in yaml.safe_load(path.read_text())["efficiency"][0]  # the clean one stays
+    written, kept = session.save(noisy, path, force=True)  # asked for: replaced
+    assert written == path and kept is None
+    assert yaml.safe_load(path.read_text())["efficiency"][0]["calibration_warnings"]
+    # a disturbed calibration in place is replaced by a newer one, disturbed or not
+    assert session.save(noisy, path)[1] is None
+
+
+def test_monotone_fit_pools_adjacent_violators():
+    # 0.2, 0.5, 0.3, 0.8 by size: 0.5 and 0.3 violate the order and pool to their mean 0.4
+    assert monotone([(1, 0.2), (2, 0.5), (3, 0.3), (4, 0.8)]) == [(1, 0.2), (2, 0.4), (3, 0.4), (4, 0.8)]
+
+
+def test_nonnegative_two_term_fit():
+    # y = 2·x1 + 3·x2 exactly: (1, 0) -> 2, (0, 1) -> 3, (1, 1) -> 5
+    a, b = nonnegative_fit([(1, 0), (0, 1), (1, 1)], [2, 3, 5])
+    assert (a, b) == (pytest.approx(2), pytest.approx(3))
+    # the unconstrained solution has b < 0: y = 4·x1 - 1·x2 on (1, 0), (1, 1) -> refit a alone through the
+    # origin: a = (4·1 + 3·1) / (1 + 1) = 3.5, b = 0
+    assert nonnegative_fit([(1, 0), (1, 1)], [4, 3]) == (pytest.approx(3.5), 0.0)
+
+
+def test_overlay_carries_the_new_calibrated_fields():
+    m = quiet()
+    m.skinny = [(8e6, 4e6, 8e6 / 2e10 + 1e-6), (2e8, 2e7, 2e8 / 1.6e11 + 1e-6)]
+    m.floors = {"aten.mm": 3e-6}
+    m.ops = {"aten.relu": [(1e3, 8e3, 2e-6), (1e6, 8e6, 1.001e-3)]}
+    m.module_overhead_s = 1.5e-6
+    from advisor.calibration.overlay import models
+
+    _, eff = models(build(m))
+    # skinny GEMMs at 2e10 and 1.6e11 FLOP/s over the 2e11 peak: 0.1 at intensity 2, 0.8 at 10, then 1.0
+    assert [s.efficiency for s in eff.matmul_by_intensity] == [0.1, 0.8, 1.0]
+    # relu at 8e6 bytes: roofline 8e6 / 2e10 = 400 µs at the memory peak, measured 1 ms less 1 µs dispatch: 0.4
+    assert eff.op_curves["aten.relu"][-1].efficiency == pytest.approx(0.4)
+    # floors: the GEMM's 3 µs less the 1 µs dispatch; relu's smallest call 2 µs less 1 µs
+    assert eff.min_op_s == {"aten.mm": pytest.approx(2e-6), "aten.relu": pytest.approx(1e-6)}
+    assert eff.module_overhead_s == pytest.approx(1.5e-6)
+    assert eff.fused_rnn == ["LSTM"]  # PyTorch fuses only LSTMs on a CPU

@@ -1,0 +1,113 @@
+"""Error bands on estimates (read from the catalog's accuracy section) and the profile fields behind the fused
+and layout-aware costs: module calls, recurrent layers, channels-last convolutions."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from advisor import api
+from advisor.estimator.bands import band_for, workload_kind
+from advisor.profiler.profile import profile_model
+
+
+def band(ident, applies, kind, value, threads=None):
+    return {
+        "id": ident,
+        "applies_to": applies,
+        "workload": kind,
+        "threads": threads,
+        "error_band": value,
+        "max_error": 2 * value,
+        "bias": 0.0,
+        "rows": 5,
+        "basis": f"five test runs of {kind}",
+        "source": "a test",
+        "as_of": "2026-12-01",
+    }
+
+
+@pytest.fixture
+def banded():
+    from advisor.catalog.schema import AccuracyBand
+
+    entries = [
+        band("a-cnn", "nvidia-ampere", "cnn", 0.1),
+        band("a-any", "nvidia-ampere", "any", 0.2),
+        band("h-any", "nvidia-hopper", "any", 0.3),
+        band("c1", "calibrated-cpu", "any", 0.05, threads=1),
+        band("c2", "calibrated-cpu", "any", 0.15, threads=2),
+    ]
+    # only these bands, not the shipped ones the benchmarks wrote
+    return api.catalog().model_copy(update={"accuracy": {e["id"]: AccuracyBand(**e) for e in entries}})
+
+
+def test_bands_file_validates_as_catalog_data(tmp_path):
+    path = tmp_path / "bands.yaml"
+    path.write_text(yaml.safe_dump({"accuracy": [band("x", "nvidia-ampere", "cnn", 0.1)]}))
+    assert api.catalog([path]).accuracy["x"].error_band == 0.1
+
+
+def test_workload_kinds_from_profiles():
+    assert workload_kind(api.profile_from("resnet50")) == "cnn"
+    assert workload_kind(api.profile_from("gpt2_124m")) == "transformer"
+    prof = profile_model(ROOT / "tests/models/tiny_mlp.py", batch_size=2, device="meta")
+    assert workload_kind(prof) == "mlp"
+
+
+def test_band_by_family_and_kind_then_all_kinds_then_widened(banded):
+    cnn, gpt = api.profile_from("resnet50"), api.profile_from("gpt2_124m")
+    a100 = banded.devices["a100-80gb-sxm"]
+    value, basis = band_for(banded, a100, banded.efficiency[a100.efficiency], cnn)
+    assert value == 0.1 and basis.startswith("±10%: five test runs of cnn")
+    value, basis = band_for(banded, a100, banded.efficiency[a100.efficiency], gpt)
+    assert value == 0.2 and "no transformer runs of its own" in basis
+    tpu = banded.devices["tpu-v5p"]
+    value, basis = band_for(banded, tpu, banded.efficiency[tpu.efficiency], gpt)
+    # no transformer bands anywhere: the median of the 'any' bands (0.2, 0.3, 0.05, 0.15 -> 0.175) x 1.5
+    assert value == pytest.approx(0.2625)
+    assert "no validation runs cover google-tpu" in basis
+
+
+def test_calibrated_cpu_takes_the_band_of_its_thread_count(banded):
+    cpu = banded.devices["epyc-9654"]
+    calibrated = banded.efficiency[cpu.efficiency].model_copy(update={"calibration_threads": 2})
+    assert band_for(banded, cpu, calibrated, api.profile_from("resnet50"))[0] == 0.15
+
+
+def test_estimate_carries_its_band(banded):
+    est = api.estimate(api.profile_from("resnet50"), "a100-80gb-sxm", steps=10, cat=banded)
+    assert est.error_band == 0.1 and "cnn" in est.error_basis
+    assert "error_band" in est.model_dump()
+
+
+def test_profile_records_module_calls_recurrent_layers_and_layouts(tmp_path):
+    model = tmp_path / "m.py"
+    model.write_text(
+        "import torch\nfrom torch import nn\n\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(8, 8, 3, padding=1)\n"
+        "        self.rnn = nn.LSTM(8, 16, num_layers=2, batch_first=True)\n\n"
+        "    def forward(self, x):\n"
+        "        y = self.conv(x).mean((2, 3))\n"
+        "        out, _ = self.rnn(y[:, None, :].expand(-1, 5, -1))\n"
+        "        return out\n\n\n"
+        "def build_model():\n    return Net().to(memory_format=torch.channels_last)\n\n\n"
+        "def example_batch(b):\n    return torch.randn(b, 8, 4, 4).contiguous(memory_format=torch.channels_last)\n"
+    )
+    prof = profile_model(model, batch_size=3, device="meta")
+    assert prof.module_calls == 3  # Net, conv, rnn
+    (rnn,) = prof.rnns
+    assert (rnn.mode, rnn.steps, rnn.layers, rnn.hidden_size, rnn.input_size) == ("LSTM", 5, 2, 16, 8)
+    assert rnn.rows.at(3) == pytest.approx(3) and rnn.rows.at(10) == pytest.approx(10)  # one row per sample
+    convs = [o for o in prof.ops if o.op in ("aten.convolution", "aten.convolution_backward")]
+    assert convs and all(o.layout == "channels_last" for o in convs)
+    assert all(o.layout is None for o in prof.ops if o.op not in ("aten.convolution", "aten.convolution_backward"))
+
+
+def test_profiles_without_the_new_fields_still_load():
+    prof = api.profile_from("lstm")  # shipped before module calls and recurrent layers were recorded
+    assert prof.ops

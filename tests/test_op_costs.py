@@ -1,0 +1,254 @@
+"""The op costs behind issue 10: GEMM shape caps, measured op curves, library floors, reuse distance, the GPU
+kernel adjustments (tensor cores, NCHW transposes, wave quantization), fused recurrent layers, the host's
+issue rate and per-module overhead. Every expected value is derived by hand in the comment beside it."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.catalog.schema import Device, Efficiency
+from advisor.estimator import kernels
+from advisor.estimator.fused import replaced_modules, rnn_times
+from advisor.estimator.roofline import host_bound, op_time, profile_op_time, step_overhead
+from advisor.profiler.schema import Linear, OpRecord, RnnCall
+
+CPU = Device(
+    id="toy-cpu",
+    name="Toy CPU",
+    vendor="acme",
+    kind="cpu",
+    efficiency="toy",
+    cores=2,
+    threads_per_core=1,
+    memory_bandwidth=1e10,
+    vector_flops={"fp32": 1e11},
+    tdp_watts=10,
+    launch_year=2025,
+    source="a test fixture",
+    as_of="2026-12-01",
+)
+FLAT = [{"min_size": 0, "efficiency": 0.5}]
+EFF = Efficiency(
+    id="toy",
+    note="hand-made for tests",
+    matrix=FLAT,
+    vector=0.1,
+    memory=FLAT,
+    op_overhead_s=10e-6,
+    device_link=0.5,
+    network=0.5,
+    collective_latency_s=1e-5,
+)
+
+
+def with_(**fields) -> Efficiency:
+    return Efficiency(**{**EFF.model_dump(), **fields})
+
+
+def record(op="aten.mm", phase="forward", category="matrix", flops=0.0, nbytes=0.0, count=1, shapes="", **kw):
+    return OpRecord(
+        op=op,
+        phase=phase,
+        category=category,
+        dtype=kw.pop("dtype", "fp32"),
+        module=kw.pop("module", "layer"),
+        count=count,
+        flops=Linear(per_sample=flops),
+        bytes_read=Linear(per_sample=nbytes),
+        bytes_written=Linear(),
+        shapes=shapes,
+        **kw,
+    )
+
+
+def test_skinny_gemm_is_capped_by_its_intensity():
+    eff = with_(matmul_by_intensity=[{"min_size": 0, "efficiency": 0.1}, {"min_size": 10, "efficiency": 1.0}])
+    # 1e6 FLOPs over 2e5 bytes: intensity 5 < 10 -> cap 0.1 (size curve 0.5): 1e6 / (1e11 * 0.1) = 100 µs;
+    # memory 2e5 / (1e10 * 0.5) = 40 µs; + 10 µs overhead = 110 µs
+    assert op_time(CPU, eff, 1e6, 2e5, 1, "matrix", "fp32", op="aten.mm").seconds == pytest.approx(110e-6)
+    # 1e6 FLOPs over 1e4 bytes: intensity 100 -> cap 1.0, the size curve's 0.5 binds: 20 µs + 10 µs
+    assert op_time(CPU, eff, 1e6, 1e4, 1, "matrix", "fp32", op="aten.mm").seconds == pytest.approx(30e-6)
+
+
+def test_measured_op_curve_is_its_own_roofline_over_the_efficiency_at_its_size():
+    eff = with_(op_curves={"aten.native_batch_norm": [{"min_size": 0, "efficiency": 0.2}]})
+    # 1e5 FLOPs, 4e6 bytes: max(1e5 / 1e11, 4e6 / 1e10) = 400 µs at the peaks, / 0.2 = 2 ms, + 10 µs
+    t = op_time(CPU, eff, 1e5, 4e6, 1, "vector", "fp32", op="aten.native_batch_norm")
+    assert t.seconds == pytest.approx(2.01e-3)
+
+
+def test_library_floor_and_fixed_cost_replacement():
+    eff = with_(min_op_s={"aten.convolution": 50e-6})
+    # a tiny convolution: 1e3 FLOPs would take 20 ns; the floor says 50 µs per call; 2 calls + 2 x 10 µs
+    assert op_time(CPU, eff, 2e3, 0, 2, "matrix", "fp32", op="aten.convolution").seconds == pytest.approx(120e-6)
+    # fixed_s replaces the per-op overhead: 2 x 50 µs + 3 µs
+    t = op_time(CPU, eff, 2e3, 0, 2, "matrix", "fp32", op="aten.convolution", fixed_s=3e-6)
+    assert t.seconds == pytest.approx(103e-6)
+
+
+def test_optimizer_ops_look_memory_up_at_the_step_reuse_distance():
+    eff = with_(memory=[{"min_size": 0, "efficiency": 1.0}, {"min_size": 4e6, "efficiency": 0.25}])
+    op = record(op="aten.add_", phase="optimizer", category="vector", nbytes=1e6)
+    # alone, 1e6 bytes stream at efficiency 1.0: 100 µs + 10 µs
+    assert profile_op_time(op, CPU, eff, "fp32", "fp32", 1).seconds == pytest.approx(110e-6)
+    # after a step moving 2e8 bytes its data comes from memory (looked up at the 8e6-byte cap): 0.25 -> 400 µs
+    assert profile_op_time(op, CPU, eff, "fp32", "fp32", 1, step_bytes=2e8).seconds == pytest.approx(410e-6)
+
+
+def test_optimizer_state_creation_is_not_a_steady_state_cost():
+    from advisor.estimator.roofline import profile_times
+
+    class P:
+        ops = [
+            record(op="aten.zeros_like", phase="optimizer", category="memory", nbytes=1e6),
+            record(op="aten.add_", phase="optimizer", category="vector", nbytes=1e6),
+        ]
+        rnns = []
+        module_calls = None
+        precision = "fp32"
+        batch_size = 1
+
+        def bytes(self, batch):
+            return 2e6
+
+    times = profile_times(P(), CPU, EFF, "fp32", 1)
+    # only add_: 1e6 bytes at 0.5 -> 200 µs + 10 µs; zeros_like made Adam's state in the profiled first step
+    assert [t.seconds for _, t in times] == [pytest.approx(210e-6)]
+
+
+def test_convolution_scale_against_a_gemm():
+    eff = with_(conv_scale=0.5)
+    # 1e6 FLOPs: GEMM 0.5 -> conv 0.25 -> 40 µs; memory 1e3 / 5e9 = 0.2 µs; + 10 µs
+    assert op_time(CPU, eff, 1e6, 1e3, 1, "matrix", "fp32", op="aten.convolution").seconds == pytest.approx(50e-6)
+
+
+def test_parse_shapes_and_convolution_dimensions():
+    assert kernels.parse_shapes("[8, 3, 224, 224], [64, 3, 7, 7], 4 tensors (100 elements)") == [
+        (8, 3, 224, 224),
+        (64, 3, 7, 7),
+        (100,),
+    ]
+    conv = record(op="aten.convolution", shapes="[8, 64, 56, 56], [64, 2, 3, 3]")
+    # groups = 64 input channels / 2 per group = 32; reduction 2 x 3 x 3 = 18
+    assert kernels.conv_dims(conv) == (64, 64, 32, 18)
+    back = record(op="aten.convolution_backward", shapes="[8, 128, 28, 28], [8, 64, 56, 56], [128, 64, 1, 1]")
+    assert kernels.conv_dims(back) == (64, 128, 1, 64)
+
+
+def test_tensor_core_eligibility_and_nchw_transposes():
+    eff = with_(tensor_core_channels=8, nchw_transpose=["fp16"])
+    first = record(op="aten.convolution", shapes="[8, 3, 224, 224], [64, 3, 7, 7]")
+    assert not kernels.tensor_cores(first, eff)  # 3 input channels
+    body = record(op="aten.convolution", shapes="[8, 64, 56, 56], [128, 64, 3, 3]")
+    assert kernels.tensor_cores(body, eff)
+    # NCHW fp16: the input (8·64·56·56 = 1,605,632 elements) and the output (twice the channels: 3,211,264) each
+    # cross memory once more both ways: 2 bytes x 2 x (1,605,632 + 3,211,264) = 19,267,584 bytes
+    assert kernels.transpose_bytes(body, eff, "fp16", 1.0) == pytest.approx(19_267_584)
+    assert kernels.transpose_bytes(body, eff, "fp16", 2.0) == pytest.approx(2 * 19_267_584)  # a batch twice as big
+    nhwc = body.model_copy(update={"layout": "channels_last"})
+    assert kernels.transpose_bytes(nhwc, eff, "fp16", 1.0) == 0.0
+    assert kernels.transpose_bytes(body, eff, "fp32", 1.0) == 0.0  # fp32 is not in nchw_transpose
+
+
+def test_wave_quantization_over_the_multiprocessors():
+    gpu = CPU.model_copy(update={"kind": "gpu", "sm_count": 100})
+    eff = with_(gemm_tile=[128, 128])
+    # (1280 x 512) by (512 x 1280): 10 x 10 = 100 tiles on 100 SMs: one full wave
+    full = record(shapes="[1280, 512], [512, 1280]")
+    assert kernels.wave_efficiency(full, gpu, eff, 2.0 * 1280 * 512 * 1280) == pytest.approx(1.0)
+    # 1408 rows: 11 x 10 = 110 tiles, 2 waves of 100 slots: 110 / 200 = 0.55
+    assert kernels.wave_efficiency(full, gpu, eff, 2.0 * 1408 * 512 * 1280) == pytest.approx(0.55)
+
+
+def lstm(rows=4.0) -> RnnCall:
+    return RnnCall(
+        module="rnn",
+        mode="LSTM",
+        count=1,
+        steps=2,
+        rows=Linear(per_sample=rows),
+        input_size=8,
+        hidden_size=8,
+        layers=1,
+        directions=1,
+        dtype="fp32",
+    )
+
+
+def test_fused_lstm_costs_its_gemms_cells_and_launches():
+    eff = with_(fused_rnn=["LSTM"], launch_s=1e-6)
+    times = rnn_times(lstm(), CPU, eff, "fp32", 1)
+    fwd = times["forward"]
+    # input GEMM (T·B = 8) x 8 by 8 x 32: 2·8·32·8 = 4,096 FLOPs; recurrent 2 steps x 2·4·32·8 = 4,096 FLOPs
+    assert fwd[0].flops == pytest.approx(4096) and fwd[1].flops == pytest.approx(4096)
+    # the cell: 30 FLOPs per row and unit per step: 30·4·8·2 = 1,920
+    assert fwd[2].flops == pytest.approx(1920)
+    # launches: (2·2 + 1) kernels x 1 µs, and the eager call's 10 µs
+    assert fwd[3].seconds == pytest.approx(15e-6) and fwd[3].host_calls == 1
+    # backward: recurrent data gradient 4,096 + input gradient 4,096 + two weight gradients 4,096 each
+    assert sum(t.flops for t in times["backward"] if t.unit != "memory") == pytest.approx(4 * 4096 + 2 * 1920)
+
+
+def test_only_decomposed_layers_of_fused_modes_are_replaced():
+    from advisor.profiler.schema import Memory, Profile
+
+    mem = Memory(
+        parameter_bytes=1e6,
+        gradient_bytes=1e6,
+        optimizer_state_bytes=0,
+        activation_bytes=Linear(),
+        checkpoint_bytes=Linear(),
+        temporary_peak_bytes=Linear(),
+        peak_bytes=Linear(),
+    )
+    base = dict(
+        name="t", model_file="t.py", model_sha256="0", created="now", advisor_version="0", torch_version="2",
+        device="meta", precision="fp32", optimizer="sgd", profiled_batch_sizes=[1, 2], batch_size=1,
+        input_shapes=[], linear_in_batch=True, parameters=1, trainable_parameters=1, memory=mem,
+    )  # fmt: skip
+    decomposed = Profile(**base, ops=[record(op="aten.addmm", module="rnn")], rnns=[lstm()])
+    assert replaced_modules(decomposed, with_(fused_rnn=["LSTM"])) == {"rnn"}
+    assert replaced_modules(decomposed, with_(fused_rnn=["GRU"])) == set()
+    on_cpu = Profile(**base, ops=[record(op="aten.mkldnn_rnn_layer", module="rnn")], rnns=[lstm()])
+    assert replaced_modules(on_cpu, with_(fused_rnn=["LSTM"])) == set()  # oneDNN's op is already there
+
+
+def test_host_issue_rate_bounds_a_phase_of_small_ops():
+    from advisor.profiler.schema import Memory, Profile  # noqa: F401
+
+    eff = with_(host_op_s=20e-6, module_overhead_s=5e-6)
+
+    class P:
+        module_calls = 10
+
+    sums = {"forward": [1e-3, 0, 0, 0, 0, 0], "backward": [5e-3, 0, 0, 0, 0, 0]}
+    out = host_bound(sums, {"forward": 100, "backward": 100}, P, eff)
+    # forward: host 100 x 20 µs + 10 x 5 µs = 2.05 ms > 1 ms of device work: 2.05 ms, 1.05 ms of it overhead
+    assert out["forward"][0] == pytest.approx(2.05e-3) and out["forward"][3] == pytest.approx(1.05e-3)
+    assert out["backward"][0] == pytest.approx(5e-3)  # 2 ms of issuing hides behind 5 ms of kernels
+
+
+def test_module_calls_cost_python_time_on_a_cpu():
+    class P:
+        module_calls = 12
+
+    assert step_overhead(P, with_(module_overhead_s=2e-6)) == {"forward": pytest.approx(24e-6)}  # 12 x 2 µs
+    assert step_overhead(P, with_(module_overhead_s=2e-6, host_op_s=1e-5)) == {}  # the host bound counts it
+
+
+def test_gather_gradient_is_a_zeroed_table_then_a_scatter():
+    eff = with_(op_curves={"aten.embedding_dense_backward": [{"min_size": 0, "efficiency": 0.1}]})
+    op = OpRecord(
+        op="aten.embedding_dense_backward",
+        phase="backward",
+        category="vector",
+        dtype="fp32",
+        module="emb",
+        count=1,
+        flops=Linear(),
+        bytes_read=Linear(fixed=1e6),
+        bytes_written=Linear(fixed=4e6),
+    )
+    # the 4e6-byte table at the memory curve's 0.5: 4e6 / 5e9 = 800 µs; the 1e6 bytes of gathered rows at the
+    # scatter's own 0.1: 1e6 / 1e9 = 1 ms; + 10 µs overhead
+    assert profile_op_time(op, CPU, eff, "fp32", "fp32", 1).seconds == pytest.approx(1.81e-3)

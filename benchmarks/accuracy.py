@@ -24,7 +24,6 @@ import argparse
 import csv
 import datetime as dt
 import os
-import re
 import statistics
 import sys
 import time
@@ -299,13 +298,9 @@ def bands(all_rows: list[dict]) -> dict:
 
 
 def write_readme(text: str) -> None:
-    readme = ROOT / "README.md"
-    body = readme.read_text(encoding="utf-8")
-    if BEGIN not in body or END not in body:
-        print(f"README.md has no {BEGIN} ... {END} markers: tables not written", file=sys.stderr)
-        return
-    new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: f"{BEGIN}\n{text}\n{END}", body, flags=re.S)
-    readme.write_text(new, encoding="utf-8")
+    from readme_block import write_block  # benchmarks/ is the script's own folder, first on sys.path
+
+    write_block(BEGIN, END, text)
 
 
 def main() -> None:

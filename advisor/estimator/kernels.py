@@ -88,13 +88,9 @@ def transpose_bytes(op: OpRecord, eff: Efficiency, dtype: str, batch_scale: floa
     return 2 * width * (activations + out) * op.count
 
 
-def wave_efficiency(op: OpRecord, device: Device, eff: Efficiency, flops_per_call: float) -> float:
-    """Share of the tile slots that hold work over all waves, tiles / (waves · slots), for a GEMM or an
-    implicit-GEMM convolution of `flops_per_call`; the rows M follow from the FLOPs, so the figure holds
-    at any micro-batch."""
-    if not eff.gemm_tile or not device.sm_count or flops_per_call <= 0:
-        return 1.0
-    tm, tn = eff.gemm_tile
+def wave_dims(op: OpRecord) -> tuple[int, int, int] | None:
+    """(output columns n, reduction length k, independent problems) of a GEMM or implicit-GEMM convolution
+    record, from its shapes; None for other ops or shapes that do not say."""
     shapes = parse_shapes(op.shapes)
     if op.op in GEMM_2D and len(shapes) >= 2 and len(shapes[-2]) == 2 and len(shapes[-1]) == 2:
         k, n, batches = shapes[-2][1], shapes[-1][1], 1
@@ -104,9 +100,21 @@ def wave_efficiency(op: OpRecord, device: Device, eff: Efficiency, flops_per_cal
         _, cout, groups, k = conv_dims(op)
         n, batches = cout // groups, groups
     else:
+        return None
+    return (n, k, batches) if n and k else None
+
+
+def wave_efficiency(op: OpRecord, device: Device, eff: Efficiency, flops_per_call: float) -> float:
+    """Share of the tile slots that hold work over all waves, tiles / (waves · slots), for a GEMM or an
+    implicit-GEMM convolution of `flops_per_call`; the rows M follow from the FLOPs, so the figure holds
+    at any micro-batch."""
+    if not eff.gemm_tile or not device.sm_count or flops_per_call <= 0:
         return 1.0
-    if not (k and n):
+    tm, tn = eff.gemm_tile
+    dims = wave_dims(op)
+    if dims is None:
         return 1.0
+    n, k, batches = dims
     m = max(1, round(flops_per_call / (2.0 * batches * n * k)))
     tiles = math.ceil(m / tm) * math.ceil(n / tn) * batches
     slots = device.sm_count * max(1, eff.tiles_per_sm or 1)

@@ -22,6 +22,7 @@ asynchronous device each pass taking the longer of its kernels and the host's is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -241,7 +242,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
             if not tensor:
                 peak[j] = peak_for(device, dtype, "vector")[0] or np.nan
             else:
-                wave[j] = _wave_dims(op)
+                wave[j] = kernels.wave_dims(op) or (0, 0, 0)
             transpose[j] = kernels.transpose_bytes(op, eff, dtype, 1.0)
             f_profile[j] = op.flops.at(batch)
     # serial bytes come out of the record's own traffic
@@ -252,9 +253,9 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     for rnn in profile.rnns:
         if rnn.module not in fused:
             continue
-        where = next((region_of(rec, profile, j) for j in range(n) if profile.ops[rec.rows[j][0]].module == rnn.module
+        where = next((region_of(rec, j) for j in range(n) if profile.ops[rec.rows[j][0]].module == rnn.module
                       or profile.ops[rec.rows[j][0]].module.startswith(rnn.module + ".")), "before")  # fmt: skip
-        extra.append((where, _rnn_call(rnn, device, eff, precision)))
+        extra.append((where, partial(rnn_times, rnn, device, eff, precision)))
     module_s = 0.0
     if eff.module_overhead_s and profile.module_calls:
         module_s = eff.module_overhead_s * profile.module_calls
@@ -302,34 +303,12 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     )
 
 
-def region_of(rec: _Records, profile: Profile, j: int) -> str:
+def region_of(rec: _Records, j: int) -> str:
     """The region (before|block|after) a record's sums go to."""
     for k, key in enumerate(KEYS):
         if rec.masks[j, k] and key[0] in REGIONS:
             return key[0]
     return "before"
-
-
-def _wave_dims(op) -> tuple[float, float, float]:
-    """(n, k, batches) of a GEMM or convolution record for kernels.wave_efficiency, zeros where it has none."""
-    shapes = kernels.parse_shapes(op.shapes)
-    if op.op in kernels.GEMM_2D and len(shapes) >= 2 and len(shapes[-2]) == 2 and len(shapes[-1]) == 2:
-        k, n, batches = shapes[-2][1], shapes[-1][1], 1
-    elif op.op in kernels.GEMM_3D and len(shapes) >= 2 and len(shapes[-2]) == 3 and len(shapes[-1]) == 3:
-        k, n, batches = shapes[-2][2], shapes[-1][2], shapes[-2][0]
-    elif op.op in kernels.CONV_FORWARD and kernels.conv_dims(op) is not None:
-        _, cout, groups, k = kernels.conv_dims(op)
-        n, batches = cout // groups, groups
-    else:
-        return (0.0, 0.0, 0.0)
-    return (float(n), float(k), float(batches)) if n and k else (0.0, 0.0, 0.0)
-
-
-def _rnn_call(rnn, device, eff, precision):
-    def times(micro: float) -> dict[str, list]:
-        return rnn_times(rnn, device, eff, precision, micro)
-
-    return times
 
 
 def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:

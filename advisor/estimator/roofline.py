@@ -247,7 +247,8 @@ def profile_op_time(
 def profile_times(profile: Profile, device: Device, eff: Efficiency, precision: str, batch: float):
     """(phase, OpTime) of every op of one step at micro-batch `batch`: each profile record through
     `profile_op_time`, recurrent layers the device runs fused costed as such (`fused`), and the step's
-    fixed costs (`step_overhead`). The estimator, the plot and calibration all take their times here."""
+    fixed costs (`step_overhead`), one op at a time. The estimator runs the same model vectorized over layouts
+    (advisor/estimator/passes.py); this is its scalar reference, which the tests hold it to."""
     from advisor.estimator.fused import replaced_modules, rnn_times
 
     moved = step_bytes(profile, batch)

@@ -219,3 +219,7 @@ def test_kernels_option_changes_only_the_elementwise_share(cat):
     elementwise = float(sums[("elementwise", "forward")][0] + sums[("elementwise", "backward")][0])
     saved = eager.accumulation * 0.5 * elementwise
     assert eager.step_time_s - fused.step_time_s == pytest.approx(saved, rel=1e-6)
+    assert any(
+        a.startswith("fused kernels (--kernels fused): the blocks' elementwise ops keep 0.5") for a in fused.assumptions
+    )
+    assert not any(a.startswith("fused kernels") for a in eager.assumptions + auto.assumptions)

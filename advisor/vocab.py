@@ -149,5 +149,5 @@ def check_choice(value: str | None, choices: tuple[str, ...], option: str) -> No
 
 
 # How the blocks' elementwise ops run: as eager PyTorch, as a large-scale framework's fused kernels, or whichever
-# the layout implies (estimator/step.py: fused_share).
+# the model implies (estimator/setup.py: uses_framework).
 KERNELS = ("auto", "eager", "fused")

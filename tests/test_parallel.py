@@ -43,7 +43,8 @@ def gpt_setup():
             blocks=LAYERS, block_module="layers.*", hidden=H, heads=A, kv_heads=A, seq_len=S, attention="unfused"
         ),  # fmt: skip
     )
-    return setup_for(prof, toy_device(), toy_efficiency(), toy_instance(), "bf16-mixed", 8, 1)
+    # eager PyTorch, as profiled (a framework's kernels cap these: test_parallel_estimate.py)
+    return setup_for(prof, toy_device(), toy_efficiency(), toy_instance(), "bf16-mixed", 8, 1, kernels="eager")
 
 
 def activations_per_layer(tp=1, sp=False, recompute="none", cp=1) -> float:

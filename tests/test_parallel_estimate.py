@@ -191,16 +191,33 @@ def test_pass_times_are_the_scalar_step_of_the_device(cat):
             assert float(passes[("optimizer", "optimizer")][0]) == pytest.approx(want["optimizer"], rel=1e-9)
 
 
-def test_fused_kernels_belong_to_the_framework():
-    """fused_share: the family's fused_elementwise (0.6 here) for models of 1e9 parameters or more and for fp8,
-    the same for every layout of a model."""
-    from advisor.estimator.step import fused_share
+def test_fused_kernels_belong_to_the_model_not_the_layout():
+    """uses_framework: a framework's fused kernels for models of 1e9 parameters or more and for fp8 recipes,
+    whatever the layout; --kernels eager|fused overrides."""
+    from advisor.estimator.setup import uses_framework
 
-    fp8 = np.array([False, True])
-    assert list(fused_share(0.6, "auto", 124e6, fp8)) == [1.0, 0.6]  # GPT-2: eager unless fp8
-    assert list(fused_share(0.6, "auto", 8e9, fp8)) == [0.6, 0.6]  # Llama 3 8B: a framework's kernels
-    assert list(fused_share(0.6, "eager", 8e9, fp8)) == [1.0, 1.0]
-    assert list(fused_share(0.6, "fused", 124e6, fp8)) == [0.6, 0.6]
+    assert not uses_framework("auto", 124e6, False)  # GPT-2 in eager PyTorch
+    assert uses_framework("auto", 124e6, True)  # an fp8 recipe runs Transformer Engine
+    assert uses_framework("auto", 8e9, False)  # Llama 3 8B
+    assert not uses_framework("eager", 8e9, True)
+    assert uses_framework("fused", 124e6, False)
+
+
+def test_framework_activations_are_at_most_megatrons():
+    """Under a framework the blocks keep at most 34·s·h bytes per sample (Korthikanti Table 2, 16-bit): GPT-2
+    (s 1024, h 768, 12 blocks): hidden-wide 10·1024·768·12 = 94,371,840 B (profiled 113,246,208: eager keeps
+    more), the rest 24·1024·768·12 = 226,492,416 B (profiled 227,278,848), no attention scores."""
+    from advisor.estimator.setup import activation_parts, framework_activations
+
+    prof = api.profile_from("gpt2_124m")
+    eager = activation_parts(prof, prof.structure.blocks)
+    assert eager.block_replicated.per_sample == 113_246_208
+    assert eager.block_sharded.per_sample == 227_278_848
+    fused = framework_activations(prof, eager, prof.structure)
+    assert fused.block_replicated.per_sample == 94_371_840
+    assert fused.block_sharded.per_sample == 226_492_416
+    assert fused.block_scores.per_sample == 0
+    assert fused.block_inputs == eager.block_inputs and fused.before == eager.before
 
 
 def test_kernels_option_changes_only_the_elementwise_share(cat):

@@ -47,7 +47,7 @@ from advisor.estimator.runtime import (
     runtime_of,
 )
 from advisor.estimator.setup import check_precision, model_flops, setup_from_catalog  # noqa: F401
-from advisor.estimator.step import adjust_passes, fused_share, layout_arrays, step_arrays  # noqa: F401
+from advisor.estimator.step import adjust_passes, layout_arrays, step_arrays  # noqa: F401
 from advisor.profiler.schema import Profile
 
 STEP_PARTS = ("forward", "backward", "recompute", "tp", "cp", "bubble", "pp", "dp", "optimizer", "input")
@@ -231,8 +231,7 @@ def estimate(
         passes = pass_times(setup.table, [micro], [layout.tp], [layout.cp], [layout.sequence_parallel])
         if cache is not None:
             cache[key] = passes
-    fused = fused_share(setup.fused, config.kernels, profile.parameters, np.asarray([setup.fp8]))
-    passes = adjust_passes(passes, lay["level"], fused)
+    passes = adjust_passes(passes, lay["level"], setup.fused)
     out = step_arrays(setup, lay, micro, passes)
     mem_parts = memory_arrays(setup, lay, np.asarray([micro]))
     memory = to_memory(setup, mem_parts)

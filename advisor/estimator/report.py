@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from advisor.estimator.config import Config
 from advisor.estimator.layout import Layout
 from advisor.estimator.setup import Setup
-from advisor.estimator.step import fused_share
 from advisor.vocab import COMPUTE_DTYPE
 
 
@@ -127,12 +125,12 @@ def assumptions(setup: Setup, config: Config, peak: float) -> list[str]:
             "fp8-mixed: the blocks' weight matmuls at the fp8 peak with an activation cast each (Transformer Engine "
             "style), the rest in bf16; fp32 master weights and Adam state; MFU against the bf16 peak"
         )
-    share = float(fused_share(setup.fused, config.kernels, profile.parameters, np.asarray([setup.fp8]))[0])
-    if share < 1.0:
+    if setup.framework:
         why = "--kernels fused" if config.kernels == "fused" else "a model this size or fp8 implies a framework"
         out.append(
-            f"fused kernels ({why}): the blocks' elementwise ops keep {share:g} of their eager time ({eff.id} "
-            "fused_elementwise); --kernels eager for plain PyTorch"
+            f"fused kernels ({why}): the blocks' elementwise ops keep {setup.fused:g} of their eager time ({eff.id} "
+            "fused_elementwise); block activations at most Megatron's 34·s·h bytes per sample with no attention "
+            "scores (flash attention); --kernels eager for plain PyTorch"
         )
     if eff.calibration_threads:
         n = eff.calibration_threads

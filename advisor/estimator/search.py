@@ -38,7 +38,7 @@ from advisor.estimator.memory import memory_arrays
 from advisor.estimator.parallel import pipeline
 from advisor.estimator.passes import KEYS, pass_times
 from advisor.estimator.setup import Setup, model_flops, stack, stack_columns
-from advisor.estimator.step import adjust_passes, fused_share, step_arrays
+from advisor.estimator.step import adjust_passes, step_arrays
 from advisor.vocab import SHARDINGS
 
 MAX_CP = 32
@@ -314,8 +314,9 @@ def _evaluate(setups: list[Setup], bases: np.ndarray, cache: dict, max_micro: in
     rows = _micro_batches(layouts_, m1, m2, capacity, max_micro)
     batch = stack(setups, rows[:, 0], columns)
     lay, micro = _lay(setups[0], rows)
-    fused = fused_share(batch.fused, "auto", setups[0].profile.parameters, batch.fp8)
-    step = step_arrays(batch, lay, micro, adjust_passes(_passes(setups, rows, cache), lay["level"], fused))["step"]
+    step = step_arrays(batch, lay, micro, adjust_passes(_passes(setups, rows, cache), lay["level"], batch.fused))[
+        "step"
+    ]
     memory = memory_arrays(batch, lay, micro)["total_bytes"]
     fixed, per_sample = setup_flops(setups[0])
     nodes, dp, m = rows[:, 1], rows[:, 6], rows[:, 8]

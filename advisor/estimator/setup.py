@@ -24,6 +24,17 @@ from advisor.vocab import BLOCK_MATMUL_DTYPE, COMPUTE_DTYPE, DTYPE_BYTES, OPTIMI
 # tensor parallelism without sequence parallelism: the split of profiles that did not record their own.
 KORTHIKANTI_REPLICATED = 10 / 34
 
+FRAMEWORK_PARAMETERS = 1e9  # models this large are trained with a large-scale framework (Megatron, NeMo, torchtitan)
+
+
+def uses_framework(kernels: str, parameters: float, fp8: bool) -> bool:
+    """Whether a run uses a large-scale framework's fused kernels (`--kernels fused`) or eager PyTorch
+    (`eager`). `auto` is a property of the model, never of the layout, so that no layout wins by implying a
+    framework: models of FRAMEWORK_PARAMETERS or more, and FP8 recipes (Transformer Engine)."""
+    if kernels != "auto":
+        return kernels == "fused"
+    return fp8 or parameters >= FRAMEWORK_PARAMETERS
+
 
 @dataclass
 class Setup:
@@ -50,7 +61,8 @@ class Setup:
     has_scores: bool  # the attention keeps score matrices (unfused): selective recomputation frees them
     model_flops: dict  # forward + backward FLOPs of the whole model per micro-batch: fixed + per sample
     peak: float  # the dense matrix peak in the compute dtype (what MFU is measured against)
-    fused: float  # the family's fused_elementwise
+    framework: bool  # a large-scale framework's fused kernels (step.uses_framework), not eager PyTorch
+    fused: float  # the share of the blocks' eager elementwise time kept: the family's fused_elementwise, or 1
     tp_overlap: float  # the family's tp_overlap
 
 
@@ -139,6 +151,29 @@ def activation_parts(profile: Profile, blocks: int) -> ActivationParts:
     )
 
 
+def framework_activations(profile: Profile, acts: ActivationParts, structure: Structure | None) -> ActivationParts:
+    """The saved tensors of the blocks under a large-scale framework: at most Korthikanti et al.'s 34·s·h
+    bytes per sample and block (their Table 2 counts bytes of 16-bit activations: 10 hidden-wide, 24 the
+    rest; scaled by the profile's activation width over 2), and no attention scores (flash attention keeps
+    none). Eager PyTorch saves more (each unfused elementwise op's input); the profile's own figures stay
+    where they are smaller."""
+    if structure is None or not structure.seq_len or not structure.hidden:
+        return acts
+    width = DTYPE_BYTES[COMPUTE_DTYPE[profile.precision]]
+    unit = structure.seq_len * structure.hidden * structure.blocks * width / 2  # s·h bytes, all blocks
+
+    def capped(line: Linear, share: float) -> Linear:
+        return Linear(fixed=line.fixed, per_sample=min(line.per_sample, share * unit))
+
+    return acts.model_copy(
+        update={
+            "block_replicated": capped(acts.block_replicated, 10),
+            "block_sharded": capped(acts.block_sharded, 24),
+            "block_scores": Linear(fixed=acts.block_scores.fixed, per_sample=0.0),
+        }
+    )
+
+
 def setup_for(
     profile: Profile,
     device: Device,
@@ -148,10 +183,12 @@ def setup_for(
     per_node: int,
     nodes: int,
     cache: dict | None = None,
+    kernels: str = "auto",
 ) -> Setup:
-    """The shared part of every layout; `cache` (a dict reused across calls for the same profile) memoizes."""
+    """The shared part of every layout; `cache` (a dict reused across calls for the same profile) memoizes.
+    `kernels` (auto|eager|fused, see step.uses_framework) says whether a framework's fused kernels run."""
     key = ("setup", id(profile), device.id, eff.id, instance.id if instance else None, precision, per_node,
-           device.memory_bandwidth)  # fmt: skip
+           device.memory_bandwidth, kernels)  # fmt: skip
     if cache is not None and key in cache:
         setup = cache[key]
         check_fabric(setup.fabric, per_node, nodes, instance.id if instance else device.id)
@@ -162,7 +199,11 @@ def setup_for(
     structure = _cached(cache, ("structure", id(profile)), lambda: structure_of(profile))
     op_roles = _cached(cache, ("roles", id(profile)), lambda: roles(profile, structure))
     blocks = structure.blocks if structure is not None else 1
+    fp8 = precision in BLOCK_MATMUL_DTYPE
+    framework = uses_framework(kernels, profile.parameters, fp8)
     acts = _cached(cache, ("acts", id(profile)), lambda: activation_parts(profile, blocks))
+    if uses_framework(kernels, profile.parameters, False):  # by model only: the same for every setup of a search
+        acts = _cached(cache, ("framework-acts", id(profile)), lambda: framework_activations(profile, acts, structure))
     cap = capacity(device, instance, per_node)
     setup = Setup(
         profile=profile,
@@ -188,11 +229,12 @@ def setup_for(
         capacity=cap,
         reserve=eff.memory_reserve_bytes + eff.memory_reserve_fraction * (cap or 0.0),
         fabric=fabric,
-        fp8=precision in BLOCK_MATMUL_DTYPE,
+        fp8=fp8,
         has_scores=acts.block_scores.per_sample > 0,
         model_flops=_cached(cache, ("flops", id(profile)), dict),
         peak=peak_for(device, COMPUTE_DTYPE[precision], "matrix")[0] or device.peak("fp32", "vector"),
-        fused=eff.fused_elementwise,
+        framework=framework,
+        fused=eff.fused_elementwise if framework else 1.0,
         tp_overlap=eff.tp_overlap,
     )
     if cache is not None:
@@ -233,6 +275,7 @@ def stack_columns(setups: list[Setup]) -> dict:
         "act_scale": column(lambda s: s.act_scale),
         "fp8": column(lambda s: s.fp8, dtype=bool),
         "peak": column(lambda s: s.peak),
+        "framework": column(lambda s: s.framework, dtype=bool),
         "fused": column(lambda s: s.fused),
         "tp_overlap": column(lambda s: s.tp_overlap),
     }
@@ -259,6 +302,7 @@ def stack(setups: list[Setup], which, columns: dict | None = None) -> Setup:
         act_scale=cols["act_scale"][which],
         fp8=cols["fp8"][which],
         peak=cols["peak"][which],
+        framework=cols["framework"][which],
         fused=cols["fused"][which],
         tp_overlap=cols["tp_overlap"][which],
         fabric=Fabrics([s.fabric for s in setups], which),
@@ -272,4 +316,6 @@ def setup_from_catalog(profile: Profile, catalog: Catalog, config, cache: dict |
     eff = catalog.efficiency[device.efficiency]
     instance = catalog.instances.get(config.instance) if config.instance else None
     device = scaled_device(device, host_share(device, instance))
-    return setup_for(profile, device, eff, instance, config.precision, config.devices_per_node, config.nodes, cache)
+    return setup_for(
+        profile, device, eff, instance, config.precision, config.devices_per_node, config.nodes, cache, config.kernels
+    )

@@ -40,22 +40,6 @@ def adjust_passes(passes: dict, level, fused) -> dict:
     return out
 
 
-FRAMEWORK_PARAMETERS = 1e9  # models this large are trained with a large-scale framework (Megatron, NeMo, torchtitan)
-
-
-def fused_share(fused, kernels: str, parameters: float, fp8) -> np.ndarray:
-    """The share of the blocks' eager elementwise time a run keeps (adjust_passes' `fused`): the family's
-    `fused_elementwise` under a framework with fused kernels, all of it in eager PyTorch. `auto` is a property of
-    the model, never of the layout (so no layout wins by implying a framework): fused for models of
-    FRAMEWORK_PARAMETERS or more and for FP8 recipes (Transformer Engine), eager otherwise."""
-    fp8 = np.asarray(fp8, dtype=bool)
-    if kernels == "fused":
-        return np.broadcast_to(np.asarray(fused, dtype=float), fp8.shape)
-    if kernels == "eager":
-        return np.ones(fp8.shape)
-    return np.where(fp8 | (parameters >= FRAMEWORK_PARAMETERS), fused, 1.0)
-
-
 def layout_arrays(setup: Setup, layout: Layout, m: int) -> dict:
     """One layout as the arrays `step_arrays` and `memory_arrays` take (the search passes many at once)."""
     one = lambda v: np.asarray([v])  # noqa: E731

@@ -177,8 +177,42 @@ def _records(profile: Profile, roles: Roles, precision: str) -> _Records:
     return out
 
 
-def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, precision: str) -> OpTable:
-    rec = _records(profile, roles, precision)
+@dataclass
+class _EffPart:
+    """What an op table takes from the device's efficiency family, not from the device: one profile under one
+    precision and one `Efficiency` (devices of a family share it, so a search computes it once)."""
+
+    units: list[tuple[str, str] | None]  # per record: the (dtype, unit) whose peak it runs at, None: no unit
+    eta: np.ndarray
+    curve: np.ndarray
+    conv: np.ndarray
+    overhead: np.ndarray
+    cap: np.ndarray
+    scale: np.ndarray
+    op_curve: np.ndarray
+    min_s: np.ndarray
+    curves: list
+    live: np.ndarray
+    reuse: np.ndarray
+    values: np.ndarray
+    s_fix: np.ndarray
+    s_per: np.ndarray
+    transpose: np.ndarray
+    f_profile: np.ndarray
+    wave: np.ndarray
+    host_calls: np.ndarray
+    fused: set
+    step_bytes: tuple[float, float]
+
+
+_EFF_PARTS: dict = {}
+
+
+def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
+    cache_key = (id(rec), id(eff))
+    hit = _EFF_PARTS.get(cache_key)
+    if hit is not None and hit[0] is rec and hit[1] is eff:
+        return hit[2]
     curves: list = []
     curve_ids: dict[int, int] = {}
 
@@ -191,18 +225,17 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         return curve_ids[id(steps)]
 
     n = len(rec.rows)
-    peak, eta, curve, conv, overhead, cap, scale, op_curve, min_s = (np.zeros(n) for _ in range(9))
-    device_constants: dict[tuple, tuple] = {}  # the few distinct (category, dtype, op, phase) of a profile
+    eta, curve, conv, overhead, cap, scale, op_curve, min_s = (np.zeros(n) for _ in range(8))
+    units: list[tuple[str, str] | None] = [None] * n
+    family_constants: dict[tuple, tuple] = {}  # the few distinct (category, dtype, op, phase) of a profile
     for j, (_i, category, dtype, name, phase) in enumerate(rec.rows):
         key = (category, dtype, name, phase)
-        constants = device_constants.get(key)
+        constants = family_constants.get(key)
         if constants is None:
             own = eff.op_curves.get(name) if name else None
-            unit = "vector" if own else category
-            unit_peak = (peak_for(device, dtype, unit)[0] or np.nan) if category != "memory" else 0.0
             constant, matrix, conv_steps, cap_steps, factor = efficiency_source(eff, category, dtype, name)
-            constants = device_constants[key] = (
-                unit_peak,
+            constants = family_constants[key] = (
+                None if category == "memory" else (dtype, "vector" if own else category),
                 np.nan if constant is None else constant,
                 curve_index(matrix),
                 curve_index(conv_steps),
@@ -212,8 +245,8 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
                 curve_index(own),
                 eff.min_op_s.get(name, 0.0) if name else 0.0,
             )
-        peak[j], eta[j], curve[j], conv[j], overhead[j], cap[j], scale[j], op_curve[j], min_s[j] = constants
-    # what this device runs of each record
+        units[j], eta[j], curve[j], conv[j], overhead[j], cap[j], scale[j], op_curve[j], min_s[j] = constants
+    # what this family of devices runs of each record
     fused = replaced_modules(profile, eff)
     live, reuse = np.ones(n), np.zeros(n, dtype=bool)
     s_fix, s_per, transpose, f_profile = (np.zeros(n) for _ in range(4))
@@ -221,7 +254,6 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     host_calls = np.array([float(profile.ops[r[0]].count) for r in rec.rows])
     batch = profile.batch_size
     kernel_data = eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose
-    slots = float(device.sm_count * max(1, eff.tiles_per_sm or 1)) if eff.gemm_tile and device.sm_count else 0.0
     for j, (i, category, dtype, name, phase) in enumerate(rec.rows):
         op = profile.ops[i]
         if name != op.op:
@@ -240,7 +272,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         if category == "matrix" and kernel_data:
             tensor = kernels.tensor_cores(op, eff) or dtype not in ("fp16", "bf16")
             if not tensor:
-                peak[j] = peak_for(device, dtype, "vector")[0] or np.nan
+                units[j] = (dtype, "vector")
             else:
                 wave[j] = kernels.wave_dims(op) or (0, 0, 0)
             transpose[j] = kernels.transpose_bytes(op, eff, dtype, 1.0)
@@ -249,9 +281,29 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     values = rec.values.copy()
     values[:, 2] -= s_fix
     values[:, 3] -= s_per
+    part = _EffPart(
+        units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, curves, live, reuse, values, s_fix, s_per,
+        transpose, f_profile, wave, host_calls, fused,
+        (
+            sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
+            sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
+        ),
+    )  # fmt: skip
+    if len(_EFF_PARTS) > 256:  # a long-lived process with many profiles: forget the old ones
+        _EFF_PARTS.clear()
+    _EFF_PARTS[cache_key] = (rec, eff, part)
+    return part
+
+
+def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, precision: str) -> OpTable:
+    rec = _records(profile, roles, precision)
+    part = _eff_part(profile, rec, eff)
+    n = len(rec.rows)
+    peaks = {unit: peak_for(device, *unit)[0] or np.nan for unit in set(part.units) if unit is not None}
+    peak = np.array([0.0 if unit is None else peaks[unit] for unit in part.units]) if n else np.zeros(0)
     extra = []
     for rnn in profile.rnns:
-        if rnn.module not in fused:
+        if rnn.module not in part.fused:
             continue
         where = next((region_of(rec, j) for j in range(n) if profile.ops[rec.rows[j][0]].module == rnn.module
                       or profile.ops[rec.rows[j][0]].module.startswith(rnn.module + ".")), "before")  # fmt: skip
@@ -260,43 +312,41 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     if eff.module_overhead_s and profile.module_calls:
         module_s = eff.module_overhead_s * profile.module_calls
     has_blocks = bool(rec.masks[:, KEYS.index(("block", "forward"))].any())
+    slots = float(device.sm_count * max(1, eff.tiles_per_sm or 1)) if eff.gemm_tile and device.sm_count else 0.0
     return OpTable(
-        f_fix=values[:, 0],
-        f_per=values[:, 1],
-        b_fix=values[:, 2],
-        b_per=values[:, 3],
+        f_fix=part.values[:, 0],
+        f_per=part.values[:, 1],
+        b_fix=part.values[:, 2],
+        b_per=part.values[:, 3],
         calls=rec.calls,
-        overhead=overhead,
+        overhead=part.overhead,
         peak=peak,
-        eta=eta,
-        curve=curve.astype(int),
-        conv=conv.astype(int),
-        curves=curves,
+        eta=part.eta,
+        curve=part.curve.astype(int),
+        conv=part.conv.astype(int),
+        curves=part.curves,
         memory_curve=_curve(eff.memory),
         bandwidth=device.memory_bandwidth,
         sharded=rec.sharded,
         layout_free=rec.free,
         masks=rec.masks,
         dtypes=[r[2] for r in rec.rows],
-        cap=cap.astype(int),
-        scale=scale,
-        op_curve=op_curve.astype(int),
-        min_s=min_s,
-        live=live,
-        reuse=reuse,
-        step_bytes=(
-            sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
-            sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
-        ),
-        s_fix=s_fix,
-        s_per=s_per,
-        transpose=transpose,
-        f_profile=f_profile,
-        wave=wave,
+        cap=part.cap.astype(int),
+        scale=part.scale,
+        op_curve=part.op_curve.astype(int),
+        min_s=part.min_s,
+        live=part.live,
+        reuse=part.reuse,
+        step_bytes=part.step_bytes,
+        s_fix=part.s_fix,
+        s_per=part.s_per,
+        transpose=part.transpose,
+        f_profile=part.f_profile,
+        wave=part.wave,
         slots=slots,
         tile=tuple(eff.gemm_tile) if eff.gemm_tile else (1, 1),
         host_op_s=eff.host_op_s or 0.0,
-        host_calls=host_calls,
+        host_calls=part.host_calls.copy(),
         extra=extra,
         module_s=module_s,
         module_key=("block" if has_blocks else "before", "forward"),

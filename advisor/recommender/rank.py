@@ -55,10 +55,9 @@ def mark_pareto(options: list[Option]) -> list[Option]:
     return front
 
 
-def _row(cand: Candidate, found: Found, i: int, costs: dict, pricing: str, hourly: float, cost: float, cap,
+def _row(cand: Candidate, found: Found, i: int, layout, costs: dict, pricing: str, hourly: float, cost: float, cap,
          constraints: Constraints, owned: bool, band: float | None):  # fmt: skip
     nodes = int(found.nodes[i])
-    layout = found.layout(i)
     inst = cand.instance
     total = costs["total_s"]
     memory = float(found.memory[i])
@@ -111,8 +110,8 @@ def _row(cand: Candidate, found: Found, i: int, costs: dict, pricing: str, hourl
     )
 
 
-def run_of(profile: Profile, catalog: Catalog, cand: Candidate, setup, found: Found, i: int, workload: Workload,
-           run: RunOptions) -> dict:  # fmt: skip
+def run_of(profile: Profile, catalog: Catalog, cand: Candidate, setup, found: Found, i: int, layout,
+           workload: Workload, run: RunOptions) -> dict:  # fmt: skip
     """The whole run of one searched layout as estimate() prices it: the step plus what the host's input
     pipeline makes it wait, the steps, and start-up, evaluation and checkpoints (advisor/estimator/runtime.py)."""
     nodes = int(found.nodes[i])
@@ -123,7 +122,7 @@ def run_of(profile: Profile, catalog: Catalog, cand: Candidate, setup, found: Fo
         devices_per_node=cand.per_node,
         nodes=nodes,
         precision=cand.precision,
-        layout=found.layout(i),
+        layout=layout,
         micro_batch=int(found.micro[i]),
         global_batch=global_batch,
     )
@@ -203,6 +202,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
     np.minimum.at(least, index, missing)
     where = {int(key): g for g, key in enumerate(keys)}
     closest = None
+    bands: dict = {}  # error band by device
     feasible: list[Row] = []
     for k, (cand, setup) in enumerate(zip(cands, setups, strict=True)):
         owned = is_owned(catalog, cand.instance)
@@ -233,8 +233,13 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
             i = winners[(k, nodes)]
             if fitting[g] > 1:
                 rejected("slower layout", label, int(fitting[g] - 1))
-            costs = run_of(profile, catalog, cand, setup, found, i, workload, run)
-            band = band_for(catalog, cand.device, catalog.efficiency[cand.device.efficiency], profile, kind)[0]
+            layout = found.layout(i)
+            costs = run_of(profile, catalog, cand, setup, found, i, layout, workload, run)
+            band = bands.get(cand.device.id)
+            if band is None:
+                band = bands[cand.device.id] = band_for(
+                    catalog, cand.device, catalog.efficiency[cand.device.efficiency], profile, kind
+                )[0]
             inst = cand.instance
             for pricing in pricings:
                 hourly = inst.hourly_usd(spot=pricing == "spot")
@@ -242,7 +247,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
                     rejections.add(f"no {pricing} price", inst.id)
                     continue
                 cost = billed_cost(costs["total_s"], hourly, nodes, inst)
-                feasible.append(_row(cand, found, i, costs, pricing, hourly, cost, cap, constraints, owned, band))
+                feasible.append(_row(cand, found, i, layout, costs, pricing, hourly, cost, cap, constraints, owned, band))
     return feasible, rejections, found.layouts, closest
 
 

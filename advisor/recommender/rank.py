@@ -247,7 +247,8 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
                     rejections.add(f"no {pricing} price", inst.id)
                     continue
                 cost = billed_cost(costs["total_s"], hourly, nodes, inst)
-                feasible.append(_row(cand, found, i, layout, costs, pricing, hourly, cost, cap, constraints, owned, band))
+                row = _row(cand, found, i, layout, costs, pricing, hourly, cost, cap, constraints, owned, band)
+                feasible.append(row)
     return feasible, rejections, found.layouts, closest
 
 

@@ -63,9 +63,10 @@ def model_settings(path: Path) -> tuple[int, str]:
 
 
 def profile_for(model: str):
-    """The model file's profile, from the cache when the file has not changed."""
+    """The model file's profile, from the cache when neither the file nor the helpers it builds on (_*.py) have
+    changed."""
     path = MODELS / f"{model}.py"
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in [path, *sorted(MODELS.glob("_*.py"))])).hexdigest()[:16]
     cached = CACHE / f"{model}-{digest}.yaml"
     if cached.is_file():
         return load_profile(cached)

@@ -75,6 +75,7 @@ FORMULA = {
     "megatron_gpt_76b": gpt(51200, 2048, 10240, 60),
     "megatron_gpt_145b": gpt(51200, 2048, 12288, 80),
     "gpt3_175b": gpt(51200, 2048, 12288, 96),
+    "megatron_gpt_175b": gpt(51200, 2048, 12288, 96),
     "megatron_gpt_310b": gpt(51200, 2048, 16384, 96),
     "megatron_gpt_530b": gpt(51200, 2048, 20480, 105),
     "megatron_gpt_1t": gpt(51200, 2048, 25600, 128),

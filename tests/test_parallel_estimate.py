@@ -220,6 +220,23 @@ def test_framework_activations_are_at_most_megatrons():
     assert fused.block_inputs == eager.block_inputs and fused.before == eager.before
 
 
+def test_framework_activations_keep_the_scores_of_unfused_attention():
+    """A model that writes its attention scores out (Megatron-LM before flash attention) keeps them under a
+    framework too: Korthikanti's 5·a·s/h term. The same GPT-2 profile with its structure marked unfused keeps
+    its block_scores line; marked fused, the scores go."""
+    from advisor.estimator.setup import activation_parts, framework_activations
+    from advisor.profiler.schema import Linear
+
+    prof = api.profile_from("gpt2_124m")
+    eager = activation_parts(prof, prof.structure.blocks)
+    scores = Linear(fixed=0.0, per_sample=5.0 * 12 * 1024 * 1024 * 12)  # 5 B · a 12 · s² · 12 blocks
+    eager = eager.model_copy(update={"block_scores": scores})
+    unfused = prof.structure.model_copy(update={"attention": "unfused"})
+    fused = prof.structure.model_copy(update={"attention": "fused"})
+    assert framework_activations(prof, eager, unfused).block_scores == scores
+    assert framework_activations(prof, eager, fused).block_scores.per_sample == 0
+
+
 def test_kernels_option_changes_only_the_elementwise_share(cat):
     """GPT-2 on one H100: eager and auto agree (no framework needed); fused is faster by (1 − 0.5) of the
     blocks' elementwise time per micro-batch (Hopper's fused_elementwise is 0.5)."""

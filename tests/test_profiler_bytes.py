@@ -91,3 +91,31 @@ def test_call_user_maps_oom_to_one_actionable_line(tmp_path):
         call_user(boom, Path(tmp_path / "m.py"), "forward pass", batch_size=64, device="cuda")
     assert info.value.message == "out of memory on cuda at batch size 64 (forward pass)"
     assert info.value.hint == OOM_HINT and "--device meta" in OOM_HINT and "smaller --batch-size" in OOM_HINT
+
+
+def test_allocations_are_memory_but_no_kernel():
+    """torch.empty and empty_like only allocate: no op is recorded (no kernel, no bytes moved)."""
+    x = torch.empty(64, 128, device=M)
+    got, _ = calls(lambda: (aten.empty([64, 128], device=M), aten.empty_like(x), aten.add(x, x)))
+    # only the add: read 2 · 64·128·4 = 65536, written 32768
+    assert set(got) == {"aten.add"} and got["aten.add"][1:] == (65536, 32768)
+
+
+def test_dropout_on_meta_is_one_fused_kernel_as_on_cuda():
+    """Under the meta emulation, F.dropout in training runs CUDA's one native_dropout kernel (not the CPU path's
+    empty_like, bernoulli_, div_ and mul): bf16 [64, 128] reads 64·128·2 = 16384 B and writes the output
+    16384 B plus a bool mask 8192 B = 24576 B."""
+    import torch.nn.functional as F
+
+    from advisor.profiler.meta_modes import MetaMode
+
+    x = torch.empty(64, 128, device=M, dtype=torch.bfloat16)
+
+    def run():
+        with MetaMode(None):
+            F.dropout(x, 0.1, True)
+            F.dropout(x, 0.1, False)  # evaluation: no kernel
+
+    got, _ = calls(run)
+    assert set(got) == {"aten.native_dropout"}
+    assert got["aten.native_dropout"][1:] == (16384, 24576)

@@ -154,9 +154,10 @@ def activation_parts(profile: Profile, blocks: int) -> ActivationParts:
 def framework_activations(profile: Profile, acts: ActivationParts, structure: Structure | None) -> ActivationParts:
     """The saved tensors of the blocks under a large-scale framework: at most Korthikanti et al.'s 34·s·h
     bytes per sample and block (their Table 2 counts bytes of 16-bit activations: 10 hidden-wide, 24 the
-    rest; scaled by the profile's activation width over 2), and no attention scores (flash attention keeps
-    none). Eager PyTorch saves more (each unfused elementwise op's input); the profile's own figures stay
-    where they are smaller."""
+    rest; scaled by the profile's activation width over 2), and no attention scores when the model's attention
+    is one fused kernel (flash attention keeps none; a model that writes its scores out, as Megatron-LM did
+    before flash attention, keeps them: Korthikanti's 5·a·s/h term). Eager PyTorch saves more (each unfused
+    elementwise op's input); the profile's own figures stay where they are smaller."""
     if structure is None or not structure.seq_len or not structure.hidden:
         return acts
     width = DTYPE_BYTES[COMPUTE_DTYPE[profile.precision]]
@@ -169,7 +170,9 @@ def framework_activations(profile: Profile, acts: ActivationParts, structure: St
         update={
             "block_replicated": capped(acts.block_replicated, 10),
             "block_sharded": capped(acts.block_sharded, 24),
-            "block_scores": Linear(fixed=acts.block_scores.fixed, per_sample=0.0),
+            "block_scores": acts.block_scores
+            if structure.attention == "unfused"
+            else Linear(fixed=acts.block_scores.fixed, per_sample=0.0),
         }
     )
 

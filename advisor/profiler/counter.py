@@ -47,6 +47,8 @@ GATHERS = {"aten.embedding", "aten.index_select", "aten.gather", "aten.index", "
 LAYOUT_OPS = {"aten.convolution", "aten.convolution_backward", "aten._convolution"}
 RNN_MODES = {"LSTM", "GRU", "RNN_TANH", "RNN_RELU"}
 FREE_OPS = {"aten._unsafe_view", "aten.lift_fresh", "aten.alias", "aten.detach", "aten._reshape_alias"}
+# Ops that only allocate: their memory counts, but no kernel runs and no byte moves.
+ALLOCATIONS = {"aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty", "aten.new_empty_strided"}
 # Ops whose saved output, when its last two dimensions are equal, is an attention score matrix (probabilities
 # and their dropout mask): what selective recomputation of the attention core does not keep.
 SCORE_OPS = {"aten._softmax", "aten.softmax", "aten._safe_softmax", "aten.native_dropout", "aten._masked_softmax"}
@@ -281,6 +283,10 @@ class Counter(TorchDispatchMode):
             self._pending.append((outs[0], self._stack[-1]))
         if info.free or not info.name.startswith("aten."):  # views and profiler markers: no kernel
             self.view_ops += 1
+            return out
+        if info.name in ALLOCATIONS:  # memory, no kernel
+            for o in outs:
+                self._track(o)
             return out
         shapes, read, first_in = [], 0, None
         for a in (*args, *kwargs.values()):

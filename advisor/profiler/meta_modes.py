@@ -101,6 +101,14 @@ def fused_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     )[0]
 
 
+def fused_dropout(x, p=0.5, training=True, inplace=False):
+    """Dropout as CUDA runs it: one native_dropout kernel (read the input, write the output and a bool mask).
+    On meta, torch's dropout takes its CPU path instead (empty_like, bernoulli_, div_, mul: four kernels)."""
+    if not training or not p or inplace or not x.is_floating_point():
+        return F.dropout(x, p, training, inplace)
+    return aten.native_dropout(x, p, True)[0]
+
+
 class MetaMode(TorchFunctionMode):
     """Around the forward pass on meta: fused attention, and autocast to `low` (None: no autocast)."""
 
@@ -132,6 +140,8 @@ class MetaMode(TorchFunctionMode):
                 kwargs = {k: self._cast(v, torch.float32) if k != "dtype" else v for k, v in kwargs.items()}
         if func is F.scaled_dot_product_attention:
             return fused_attention(*args, **kwargs)
+        if func is F.dropout:
+            return fused_dropout(*args, **kwargs)
         return func(*args, **kwargs)
 
     def __exit__(self, *exc):

@@ -5,7 +5,9 @@ Source: bigscience-workshop/bigscience train/tr11-176B-ml/README.md: 70 layers, 
 output head tied to the embedding. The README's count: l(12h^2+13h) + vh + 4h.
 
 176,247,271,424 parameters (head tied to the token embedding, counted once; formula in _gpt.py). Batch 2: micro-
-batch 2, the run's (README: TP=4, PP=12, DP=8, MBS=2).
+batch 2, the run's (README: TP=4, PP=12, DP=8, MBS=2). Attention as Megatron-DeepSpeed ran it in 2022, before
+flash attention (scores written to memory, fused softmax; see _gpt.py); train/tr11-176B-ml/tr11-176B-ml.slurm
+sets no dropout flags, so Megatron's defaults (attention and hidden dropout 0.1) apply.
 """
 
 import importlib.util
@@ -21,7 +23,7 @@ VOCAB, SEQ = 250880, 2048
 
 
 def build_model():
-    return _gpt.GPT(VOCAB, SEQ, 14336, 70, 112, positions=False, embed_norm=True)
+    return _gpt.GPT(VOCAB, SEQ, 14336, 70, 112, positions=False, embed_norm=True, attention="megatron", dropout=0.1)
 
 
 def example_batch(batch_size):

@@ -1,4 +1,5 @@
-"""GPT-3 175B (Brown et al. 2020, Table 2.1) as Megatron-LM and NeMo train it.
+"""GPT-3 175B (Brown et al. 2020, Table 2.1) as NeMo trains it, with one fused attention kernel
+(megatron_gpt_175b.py is the same model as Megatron-LM ran it in 2022).
 
 Source: Korthikanti et al. 2022 (arXiv:2205.05198), Table 3, and NVIDIA NeMo's GPT3-175B benchmark config: 96
 layers, width 12288, 96 heads, MLP 4x, sequence 2048, Megatron's padded GPT-2 vocabulary of 51,200.

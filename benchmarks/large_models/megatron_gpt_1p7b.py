@@ -21,7 +21,7 @@ VOCAB, SEQ = 51200, 2048
 
 
 def build_model():
-    return _gpt.GPT(VOCAB, SEQ, 2304, 24, 24)
+    return _gpt.GPT(VOCAB, SEQ, 2304, 24, 24, attention="megatron", dropout=0.1)
 
 
 def example_batch(batch_size):

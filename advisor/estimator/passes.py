@@ -22,7 +22,7 @@ asynchronous device each pass taking the longer of its kernels and the host's is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import partial, wraps
 
 import numpy as np
 
@@ -120,14 +120,33 @@ class _Records:
     masks: np.ndarray
 
 
-_RECORDS: dict = {}
+def _memo(limit: int):
+    """Memoize a function of objects (by identity) and strings: a search builds the same parts for many devices.
+    The entries hold their arguments, so an id is never reused while it is a key; past `limit` entries (a
+    long-lived process with many profiles) the old ones are forgotten."""
+
+    def wrap(make):
+        store: dict = {}
+
+        @wraps(make)
+        def cached(*args):
+            key = tuple(a if isinstance(a, str) else id(a) for a in args)
+            hit = store.get(key)
+            if hit is not None and all(x is y for x, y in zip(hit[0], args, strict=True)):
+                return hit[1]
+            value = make(*args)
+            if len(store) >= limit:
+                store.clear()
+            store[key] = (args, value)
+            return value
+
+        return cached
+
+    return wrap
 
 
+@_memo(64)
 def _records(profile: Profile, roles: Roles, precision: str) -> _Records:
-    key = (id(profile), id(roles), precision)
-    hit = _RECORDS.get(key)
-    if hit is not None and hit[0] is profile:
-        return hit[1]
     fp8 = BLOCK_MATMUL_DTYPE.get(precision)
     rows: list[tuple] = []
     values: list[tuple] = []
@@ -170,11 +189,7 @@ def _records(profile: Profile, roles: Roles, precision: str) -> _Records:
             masks[j, KEYS.index((f"cast-{region}", "forward"))] = 1.0
         elif region == "block" and category != "matrix":
             masks[j, KEYS.index(("elementwise", phase))] = 1.0
-    out = _Records(rows, np.asarray(values, dtype=float).reshape(n, 4), calls, sharded, free, masks)
-    if len(_RECORDS) > 64:  # a long-lived process with many profiles: forget the old ones
-        _RECORDS.clear()
-    _RECORDS[key] = (profile, out)
-    return out
+    return _Records(rows, np.asarray(values, dtype=float).reshape(n, 4), calls, sharded, free, masks)
 
 
 @dataclass
@@ -205,14 +220,8 @@ class _EffPart:
     step_bytes: tuple[float, float]
 
 
-_EFF_PARTS: dict = {}
-
-
+@_memo(256)
 def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
-    cache_key = (id(rec), id(eff))
-    hit = _EFF_PARTS.get(cache_key)
-    if hit is not None and hit[0] is rec and hit[1] is eff:
-        return hit[2]
     curves: list = []
     curve_ids: dict[int, int] = {}
 
@@ -281,7 +290,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
     values = rec.values.copy()
     values[:, 2] -= s_fix
     values[:, 3] -= s_per
-    part = _EffPart(
+    return _EffPart(
         units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, curves, live, reuse, values, s_fix, s_per,
         transpose, f_profile, wave, host_calls, fused,
         (
@@ -289,10 +298,6 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
             sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
         ),
     )  # fmt: skip
-    if len(_EFF_PARTS) > 256:  # a long-lived process with many profiles: forget the old ones
-        _EFF_PARTS.clear()
-    _EFF_PARTS[cache_key] = (rec, eff, part)
-    return part
 
 
 def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, precision: str) -> OpTable:
@@ -346,7 +351,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         slots=slots,
         tile=tuple(eff.gemm_tile) if eff.gemm_tile else (1, 1),
         host_op_s=eff.host_op_s or 0.0,
-        host_calls=part.host_calls.copy(),
+        host_calls=part.host_calls,
         extra=extra,
         module_s=module_s,
         module_key=("block" if has_blocks else "before", "forward"),

@@ -8,7 +8,7 @@ import pytest
 
 from advisor.catalog.schema import Device, Efficiency
 from advisor.estimator import kernels
-from advisor.estimator.fused import replaced_modules, rnn_times
+from advisor.estimator.fused import recurrent_modules, replaced_modules, rnn_times
 from advisor.estimator.roofline import host_bound, op_time, profile_op_time, step_overhead
 from advisor.profiler.schema import Linear, OpRecord, RnnCall
 
@@ -211,6 +211,55 @@ def test_only_decomposed_layers_of_fused_modes_are_replaced():
     assert replaced_modules(decomposed, with_(fused_rnn=["GRU"])) == set()
     on_cpu = Profile(**base, ops=[record(op="aten.mkldnn_rnn_layer", module="rnn")], rnns=[lstm()])
     assert replaced_modules(on_cpu, with_(fused_rnn=["LSTM"])) == set()  # oneDNN's op is already there
+    # run step by step: the decomposed layer where nothing fuses its mode, never a library's own op
+    assert recurrent_modules(decomposed, with_(fused_rnn=["GRU"])) == {"rnn"}
+    assert recurrent_modules(decomposed, with_(fused_rnn=["LSTM"])) == set()
+    assert recurrent_modules(on_cpu, with_(fused_rnn=[])) == set()
+
+
+def test_a_recurrent_step_reads_its_weights_from_the_cache():
+    eff = with_(matmul_by_intensity=[{"min_size": 0, "efficiency": 0.1}, {"min_size": 10, "efficiency": 1.0}])
+    op = OpRecord(
+        op="aten.addmm", phase="forward", category="matrix", dtype="fp32", module="rnn", count=1,
+        flops=Linear(per_sample=1e6), bytes_read=Linear(fixed=1.8e5, per_sample=2e4), bytes_written=Linear(),
+    )  # fmt: skip
+    # from memory: 2e5 bytes, intensity 5 -> cap 0.1: 1e6 / (1e11 * 0.1) = 100 µs (memory 2e5 / 5e9 = 40 µs)
+    # + 10 µs overhead
+    assert profile_op_time(op, CPU, eff, "fp32", "fp32", 1).seconds == pytest.approx(110e-6)
+    # a recurrent step: only the 2e4 per-sample bytes count, intensity 50 -> cap 1.0, the size curve's 0.5 binds:
+    # 1e6 / 5e10 = 20 µs; the memory roofline still reads every byte: 40 µs binds, + 10 µs
+    t = profile_op_time(op, CPU, eff, "fp32", "fp32", 1, recurrent=True)
+    assert t.seconds == pytest.approx(50e-6)
+    # at batch 4 the per-sample bytes are 8e4 (intensity 4e6 / 8e4 = 50 again: 80 µs) against 2.6e5 bytes
+    # (52 µs of memory): 80 + 10 µs
+    assert profile_op_time(op, CPU, eff, "fp32", "fp32", 4, recurrent=True).seconds == pytest.approx(90e-6)
+
+
+def test_the_op_table_reads_recurrent_weights_from_the_cache_too():
+    """passes.py agrees with profile_op_time on every record of the shipped LSTM (a meta profile: per-step ops)
+    where no fused kernel runs it and a GEMM cap applies."""
+    import numpy as np
+
+    from advisor import api
+    from advisor.estimator.parallel.tensor import roles
+    from advisor.estimator.passes import op_table, record_times
+    from advisor.estimator.roofline import STATE_INIT
+
+    prof = api.profile_from("lstm")
+    eff = with_(matmul_by_intensity=[{"min_size": 0, "efficiency": 0.1}, {"min_size": 100, "efficiency": 1.0}])
+    table = op_table(prof, roles(prof, prof.structure), CPU, eff, "fp32")
+    assert table.hot.sum() > 0 and all(prof.ops[i].module.startswith("lstm") for i in np.flatnonzero(table.hot))
+    got = record_times(table, [3], [1], [1], [False])["seconds"][0]
+    stepped = recurrent_modules(prof, eff)
+    want = [
+        0.0
+        if o.phase == "optimizer" and o.op in STATE_INIT
+        else profile_op_time(
+            o, CPU, eff, "fp32", "fp32", 3, prof.bytes(3), prof.batch_size, o.module in stepped
+        ).seconds
+        for o in prof.ops
+    ]
+    assert got == pytest.approx(np.asarray(want), rel=1e-12)
 
 
 def test_host_issue_rate_bounds_a_phase_of_small_ops():

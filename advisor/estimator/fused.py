@@ -30,6 +30,13 @@ def replaced_modules(profile: Profile, eff: Efficiency) -> set[str]:
     return modules - fused_already
 
 
+def recurrent_modules(profile: Profile, eff: Efficiency) -> set[str]:
+    """Recurrent layers this family runs step by step: recorded as per-step ops (not as a library's fused op)
+    and not replaced by a fused kernel here. Their GEMMs reuse the same weights at every step."""
+    recorded_fused = {o.module for o in profile.ops if "rnn" in o.op or "lstm" in o.op}
+    return {r.module for r in profile.rnns} - replaced_modules(profile, eff) - recorded_fused
+
+
 def _gemm(device, eff, m, n, k, width, dtype, count, phase):
     from advisor.estimator.roofline import op_time
 

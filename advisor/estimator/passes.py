@@ -28,7 +28,7 @@ import numpy as np
 
 from advisor.catalog.schema import Device, Efficiency
 from advisor.estimator import kernels
-from advisor.estimator.fused import replaced_modules, rnn_times
+from advisor.estimator.fused import recurrent_modules, replaced_modules, rnn_times
 from advisor.estimator.parallel.tensor import Roles
 from advisor.estimator.roofline import (
     REUSE_CAP,
@@ -39,6 +39,7 @@ from advisor.estimator.roofline import (
     efficiency_source,
     overhead_for,
     peak_for,
+    within,
 )
 from advisor.profiler.schema import Profile
 from advisor.vocab import BLOCK_MATMUL_DTYPE
@@ -93,6 +94,7 @@ class OpTable:
     min_s: np.ndarray  # least body time of one call
     live: np.ndarray  # 0 for records a steady-state step on this device does not run
     reuse: np.ndarray  # optimizer records: data last touched a whole step ago
+    hot: np.ndarray  # GEMMs of a recurrent layer run step by step: their weights come from the cache
     step_bytes: tuple[float, float]  # bytes of one step: fixed, per sample
     s_fix: np.ndarray  # serial bytes (separate kernels: a scatter's zeroed table), fixed and per sample
     s_per: np.ndarray
@@ -209,6 +211,7 @@ class _EffPart:
     curves: list
     live: np.ndarray
     reuse: np.ndarray
+    hot: np.ndarray
     values: np.ndarray
     s_fix: np.ndarray
     s_per: np.ndarray
@@ -257,6 +260,11 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
         units[j], eta[j], curve[j], conv[j], overhead[j], cap[j], scale[j], op_curve[j], min_s[j] = constants
     # what this family of devices runs of each record
     fused = replaced_modules(profile, eff)
+    stepped = recurrent_modules(profile, eff)
+    hot = np.array(
+        [bool(stepped) and c == "matrix" and n == profile.ops[i].op and within(profile.ops[i].module, stepped)
+         for i, c, _d, n, _p in rec.rows], dtype=bool,
+    ).reshape(len(rec.rows))  # fmt: skip
     live, reuse = np.ones(n), np.zeros(n, dtype=bool)
     s_fix, s_per, transpose, f_profile = (np.zeros(n) for _ in range(4))
     wave = np.zeros((n, 3))
@@ -291,7 +299,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
     values[:, 2] -= s_fix
     values[:, 3] -= s_per
     return _EffPart(
-        units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, curves, live, reuse, values, s_fix, s_per,
+        units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, curves, live, reuse, hot, values, s_fix, s_per,
         transpose, f_profile, wave, host_calls, fused,
         (
             sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
@@ -342,6 +350,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         min_s=part.min_s,
         live=part.live,
         reuse=part.reuse,
+        hot=part.hot,
         step_bytes=part.step_bytes,
         s_fix=part.s_fix,
         s_per=part.s_per,
@@ -384,6 +393,9 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     t_mem = np.where(b_call > 0, b_call / (table.bandwidth * _at(table.memory_curve, b_look)), 0.0)
     eta = np.broadcast_to(table.eta, f_call.shape).copy()
     intensity = f_call / np.where(b_call > 0, b_call, 1.0)
+    # the cap by FLOPs per byte: a recurrent step's weights come from the cache, only its per-sample bytes count
+    b_cap = np.where(table.hot, table.b_per * micro * act / table.calls, b_call) if table.hot.any() else b_call
+    i_cap = f_call / np.where(b_cap > 0, b_cap, 1.0)
     for k, curve in enumerate(table.curves):
         uses = table.curve == k
         if uses.any():
@@ -395,7 +407,7 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
             eta[:, convs] = np.where(b_call[:, convs] > 0, _at(curve, intensity[:, convs]), by_size)
         caps = table.cap == k
         if caps.any():
-            eta[:, caps] = np.where(b_call[:, caps] > 0, np.minimum(eta[:, caps], _at(curve, intensity[:, caps])),
+            eta[:, caps] = np.where(b_cap[:, caps] > 0, np.minimum(eta[:, caps], _at(curve, i_cap[:, caps])),
                                     eta[:, caps])  # fmt: skip
     no_bytes = (b_call <= 0) & (table.scale != 1.0)
     if no_bytes.any():

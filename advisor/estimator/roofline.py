@@ -154,6 +154,7 @@ def op_time(
     eta_scale: float = 1.0,
     serial_bytes: float = 0.0,
     vector_unit: bool = False,
+    cap_bytes: float | None = None,
 ) -> OpTime:
     """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`.
 
@@ -162,7 +163,9 @@ def op_time(
     state where the whole last step left them, not in the cache a call of its own size would).
     `fixed_s` replaces the per-op overhead (total over the calls: kernels a library launches itself pay
     none); `eta_scale` scales compute efficiency (wave quantization); `serial_bytes` are moved by separate
-    kernels around the op (layout transposes); `vector_unit` runs a matrix op on the vector units."""
+    kernels around the op (layout transposes); `vector_unit` runs a matrix op on the vector units; `cap_bytes`
+    (total over the calls) replaces `nbytes` in a GEMM's FLOPs-per-byte cap when some of its operands come
+    from the cache (a recurrent layer's weights, see `profile_op_time`)."""
     calls = max(count, 1.0)
     f_call, b_call = flops / calls, nbytes / calls
     b_look = max(b_call, reuse_bytes)
@@ -180,7 +183,8 @@ def op_time(
         t_cmp, unit = 0.0, "memory"
         if f_call > 0 and category != "memory":
             peak, unit = peak_for(device, dtype, "vector" if vector_unit else category)
-            eta = compute_efficiency(eff, category, dtype, f_call, op, b_call) * eta_scale
+            b_cap = b_call if cap_bytes is None else cap_bytes / calls
+            eta = compute_efficiency(eff, category, dtype, f_call, op, b_cap) * eta_scale
             t_cmp = f_call / (peak * eta)
     t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls))
     body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0)
@@ -206,13 +210,17 @@ def profile_op_time(
     batch: float,
     step_bytes: float = 0.0,
     profile_batch: float | None = None,
+    recurrent: bool = False,
 ) -> OpTime:
     """Time of one profile record (all its calls) at micro-batch `batch` under `precision`: the one per-op
     timing that the estimator, the roofline plot and calibration all use. The op computes in the dtype the
     precision gives it (`effective_dtype`) and moves its bytes rescaled to that dtype's width. An optimizer
     op's data comes back after the whole step (`step_bytes`, see `step_bytes`). What the device's kernels
     do with the op's shapes (tensor-core eligibility, layout transposes, wave quantization; see
-    `kernels`) applies where the family's efficiency data says so."""
+    `kernels`) applies where the family's efficiency data says so. `recurrent`: the op belongs to a recurrent
+    layer the device runs step by step (not fused): its calls reuse the same weights every time step, which
+    stay in the cache, so the GEMM's FLOPs-per-byte cap (measured on operands from memory) counts only the
+    bytes that grow with the batch (the record's per-sample bytes, not its fixed weight bytes)."""
     from advisor.estimator import kernels
 
     dtype = effective_dtype(op.dtype, op.category, profiled, precision)
@@ -237,6 +245,8 @@ def profile_op_time(
             "eta_scale": kernels.wave_efficiency(op, device, eff, flops / max(op.count, 1)) if tensor else 1.0,
             "serial_bytes": kernels.transpose_bytes(op, eff, dtype, growth),
         }
+    if recurrent and op.category == "matrix":
+        extra["cap_bytes"] = (op.bytes_read.per_sample + op.bytes_written.per_sample) * batch * scale
     t = op_time(
         device, eff, flops, nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op, reuse_bytes=reuse, **extra
     )
@@ -249,19 +259,21 @@ def profile_times(profile: Profile, device: Device, eff: Efficiency, precision: 
     `profile_op_time`, recurrent layers the device runs fused costed as such (`fused`), and the step's
     fixed costs (`step_overhead`), one op at a time. The estimator runs the same model vectorized over layouts
     (advisor/estimator/passes.py); this is its scalar reference, which the tests hold it to."""
-    from advisor.estimator.fused import replaced_modules, rnn_times
+    from advisor.estimator.fused import recurrent_modules, replaced_modules, rnn_times
 
     moved = step_bytes(profile, batch)
     fused = replaced_modules(profile, eff)
+    stepped = recurrent_modules(profile, eff)
     out = []
     for op in profile.ops:
-        if op.module in fused or any(op.module.startswith(m + ".") for m in fused):
+        if within(op.module, fused):
             continue
         if op.phase == "optimizer" and op.op in STATE_INIT:
             continue  # the profiled step created the optimizer's state; steady-state steps do not
-        out.append(
-            (op.phase, profile_op_time(op, device, eff, profile.precision, precision, batch, moved, profile.batch_size))
+        t = profile_op_time(
+            op, device, eff, profile.precision, precision, batch, moved, profile.batch_size, within(op.module, stepped)
         )
+        out.append((op.phase, t))
     for rnn in profile.rnns:
         if rnn.module in fused:
             for phase, times in rnn_times(rnn, device, eff, precision, batch).items():
@@ -269,6 +281,11 @@ def profile_times(profile: Profile, device: Device, eff: Efficiency, precision: 
     for phase, seconds in step_overhead(profile, eff).items():
         out.append((phase, OpTime(seconds, 0.0, 0.0, seconds, 0.0, 0.0, "memory", "")))
     return out
+
+
+def within(module: str, modules) -> bool:
+    """Whether a module path is one of `modules` or inside one."""
+    return module in modules or any(module.startswith(m + ".") for m in modules)
 
 
 def step_bytes(profile: Profile, batch: float) -> float:

@@ -212,6 +212,7 @@ def test_rows_are_complete_and_consistent(rows):
         assert r["measured"] > 0 and (r["unit"] != "mfu" or r["measured"] < 1), rid
         assert r["source"].startswith("https://"), rid
         assert set(r.get("assumed", [])) <= LAYOUT | {"precision", "micro_batch", "instance"}, rid
+        assert r.get("kernels", "fused") in ("fused", "eager"), rid
 
 
 def test_coverage_and_split(rows):

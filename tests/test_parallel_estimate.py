@@ -63,6 +63,12 @@ def test_tensor_parallelism_splits_what_megatron_splits():
     assert role("aten.mm", "output") == ("after", True, False, False)  # vocabulary-parallel head
     assert role("aten._log_softmax", "") == ("after", True, False, False)  # [8192, 128256]
     assert role("aten._foreach_add_", "optimizer", "optimizer")[0] == "optimizer"
+    # wq's backward: the input gradient g·W (reads the weight) and the weight gradient gᵀ·x (writes one, 8192² bf16
+    # per block: 134 MB, x 80 blocks = 10.7 GB of fixed output); both are weight matmuls, neither attention core
+    backward = [i for i, o in enumerate(prof.ops) if o.module == "layers.*.attention.wq" and o.op == "aten.mm"
+                and o.phase == "backward"]  # fmt: skip
+    assert len(backward) == 2 and all(r.block_matmul[i] and not r.core[i] for i in backward)
+    assert sorted(prof.ops[i].bytes_written.fixed for i in backward) == [0.0, 2 * 8192**2 * 80]
 
 
 def test_the_op_table_is_profile_op_time_per_record(cat):
@@ -97,7 +103,8 @@ def test_fp8_mixed_runs_the_block_matmuls_on_fp8_units(cat):
     h100 = cat.devices["h100-sxm"]
     table = op_table(prof, r, h100, cat.efficiency[h100.efficiency], "fp8-mixed")
     block_mm = sum(r.block_matmul)
-    assert table.dtypes.count("fp8") == block_mm == 14  # wq wk wv wo w1 w3 w2, forward and backward
+    # wq wk wv wo w1 w3 w2: forward, input gradient and weight gradient (Transformer Engine runs all three in FP8)
+    assert table.dtypes.count("fp8") == block_mm == 21
     assert len(table.dtypes) == len(prof.ops) + block_mm  # one activation cast per FP8 matmul
     base = dict(device="h100-sxm", instance="aws-p5.48xlarge", devices_per_node=8, global_batch=64)
     bf16 = estimate(prof, cat, Config(**base, precision="bf16-mixed"))
@@ -238,8 +245,8 @@ def test_framework_activations_keep_the_scores_of_unfused_attention():
 
 
 def test_kernels_option_changes_only_the_elementwise_share(cat):
-    """GPT-2 on one H100: eager and auto agree (no framework needed); fused is faster by (1 − 0.4) of the
-    blocks' elementwise time per micro-batch (Hopper's fused_elementwise is 0.4)."""
+    """GPT-2 on one H100: eager and auto agree (no framework needed); fused is faster by (1 − 0.7) of the
+    blocks' elementwise time per micro-batch (Hopper's fused_elementwise is 0.7)."""
     from advisor.estimator.passes import pass_times
 
     prof = api.profile_from("gpt2_124m")
@@ -251,9 +258,9 @@ def test_kernels_option_changes_only_the_elementwise_share(cat):
     table = op_table(prof, roles(prof, prof.structure), h100, cat.efficiency[h100.efficiency], "bf16-mixed")
     sums = pass_times(table, [eager.micro_batch], [1], [1], [False])["seconds"]
     elementwise = float(sums[("elementwise", "forward")][0] + sums[("elementwise", "backward")][0])
-    saved = eager.accumulation * 0.6 * elementwise
+    saved = eager.accumulation * 0.3 * elementwise
     assert eager.step_time_s - fused.step_time_s == pytest.approx(saved, rel=1e-6)
     assert any(
-        a.startswith("fused kernels (--kernels fused): the blocks' elementwise ops keep 0.4") for a in fused.assumptions
+        a.startswith("fused kernels (--kernels fused): the blocks' elementwise ops keep 0.7") for a in fused.assumptions
     )
     assert not any(a.startswith("fused kernels") for a in eager.assumptions + auto.assumptions)

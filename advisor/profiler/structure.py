@@ -41,6 +41,13 @@ def is_weight_op(op: OpRecord, batch: int, fitted: bool = True) -> bool:
     return op.bytes_read.fixed > 0.01 * max(op.bytes_read.at(batch), 1.0)
 
 
+def writes_weight(op: OpRecord, batch: int, fitted: bool = True) -> bool:
+    """A matmul whose output does not grow with the batch: a weight gradient (gᵀ·x sums over the batch)."""
+    if not fitted:
+        return False
+    return op.bytes_written.fixed > 0.5 * max(op.bytes_written.at(batch), 1.0)
+
+
 def block_prefix(ops: Iterable[OpRecord], batch: int) -> tuple[str, int] | None:
     """(module pattern of the repeated blocks, how many) or None when nothing repeats."""
     flops: dict[str, float] = {}

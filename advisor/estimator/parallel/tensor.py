@@ -26,15 +26,16 @@ from dataclasses import dataclass
 from advisor.errors import UserError
 from advisor.estimator.layout import Layout, divisors, nearest
 from advisor.profiler.schema import Profile, Structure
-from advisor.profiler.structure import in_block, is_weight_op, shapes_of
+from advisor.profiler.structure import in_block, is_weight_op, shapes_of, writes_weight
 
 
 @dataclass(frozen=True)
 class Roles:
     """Per profile record: where it runs (before|block|after|optimizer), whether tp splits it, whether it is
     the attention core (selective recomputation, ring attention's overlap), whether it is a block weight matmul
-    (what FP8 recipes run on the FP8 units), whether it is the forward cast of a weight to the compute dtype
-    (what autocast does on every micro-batch, and runs that keep 16-bit weights never do)."""
+    (a linear layer's forward, input-gradient or weight-gradient GEMM: what FP8 recipes such as Transformer
+    Engine's run on the FP8 units, all three by default), whether it is the forward cast of a weight to the
+    compute dtype (what autocast does on every micro-batch, and runs that keep 16-bit weights never do)."""
 
     region: tuple[str, ...]
     sharded: tuple[bool, ...]
@@ -75,7 +76,9 @@ def roles(profile: Profile, structure: Structure | None) -> Roles:
         else:
             where = "before" if op.module in before_modules else "after"
         shapes = shapes_of(op.shapes)
-        weight = op.category == "matrix" and is_weight_op(op, batch, fitted)
+        # a weight matmul reads a weight (forward, input gradient) or writes one (the weight gradient gᵀ·x,
+        # whose output does not grow with the batch): the three GEMMs of a linear layer
+        weight = op.category == "matrix" and (is_weight_op(op, batch, fitted) or writes_weight(op, batch, fitted))
         total = op.bytes_read.at(batch) + op.bytes_written.at(batch)
         fixed = op.bytes_read.fixed + op.bytes_written.fixed
         weight_op = total > 0 and fixed > 0.5 * total

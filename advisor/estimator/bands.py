@@ -4,9 +4,9 @@ validation results the benchmarks commit (catalog/accuracy-*.yaml), widened wher
     error_band = median |error| of the validation runs of that device family and workload kind
 
 A calibrated device (measured by `advisor calibrate`) takes the band of calibrated devices of its kind at the
-calibration's thread count. A family with no band of the workload's kind takes its band over all kinds; a
-family with no validation at all takes the median band of the validated families (same workload kind where
-there are some), times WIDEN, at least MIN_UNCOVERED, and says so.
+calibration's thread count. A family with no band of the workload's kind takes its band over all kinds times
+WIDEN (its runs are of other kinds); a family with no validation at all takes the median band of the validated
+families (same workload kind where there are some), times WIDEN, at least MIN_UNCOVERED. Both say so.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import statistics
 from advisor.catalog.schema import AccuracyBand, Catalog, Device, Efficiency
 from advisor.profiler.schema import Profile
 
-WIDEN = 1.5  # no validation data for the family: the median band of the others, this much wider
+WIDEN = 1.5  # no validation data for the family (or the kind): the median band of the others, this much wider
 MIN_UNCOVERED = 0.25  # and never narrower than this
 RNN_OPS = ("rnn", "lstm", "gru")
 CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution")
@@ -76,11 +76,16 @@ def band_for(
     family = f"calibrated-{device.kind}" if calibrated(device, eff) else eff.id
     threads = eff.calibration_threads
     bands = [b for b in catalog.accuracy.values() if b.applies_to == family]
-    for wanted in (kind, "any"):
-        band = _pick([b for b in bands if b.workload == wanted], threads)
-        if band is not None:
-            what = "" if band.workload == kind else f" (no {kind} runs of its own: all kinds)"
-            return band.error_band, f"±{band.error_band:.0%}: {band.basis}{what}, {band.as_of}"
+    band = _pick([b for b in bands if b.workload == kind], threads)
+    if band is not None:
+        return band.error_band, f"±{band.error_band:.0%}: {band.basis}, {band.as_of}"
+    band = _pick([b for b in bands if b.workload == "any"], threads)
+    if band is not None:
+        value = WIDEN * band.error_band
+        return value, (
+            f"±{value:.0%}: no {kind} runs of its own: {WIDEN:g} x the ±{band.error_band:.0%} of all kinds "
+            f"({band.basis}, {band.as_of})"
+        )
     others = [b for b in catalog.accuracy.values() if b.workload == kind] or [
         b for b in catalog.accuracy.values() if b.workload == "any"
     ]

@@ -261,10 +261,10 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
     # what this family of devices runs of each record
     fused = replaced_modules(profile, eff)
     stepped = recurrent_modules(profile, eff)
-    hot = np.array(
-        [bool(stepped) and c == "matrix" and n == profile.ops[i].op and within(profile.ops[i].module, stepped)
-         for i, c, _d, n, _p in rec.rows], dtype=bool,
-    ).reshape(len(rec.rows))  # fmt: skip
+    hot = np.fromiter(
+        (c == "matrix" and n == profile.ops[i].op and within(profile.ops[i].module, stepped)
+         for i, c, _d, n, _p in rec.rows), dtype=bool, count=len(rec.rows),
+    )  # fmt: skip
     live, reuse = np.ones(n), np.zeros(n, dtype=bool)
     s_fix, s_per, transpose, f_profile = (np.zeros(n) for _ in range(4))
     wave = np.zeros((n, 3))
@@ -277,9 +277,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
             continue  # an fp8 cast row: plain memory traffic
         if not fused and phase != "optimizer" and op.op not in SCATTERS and not (category == "matrix" and kernel_data):
             continue
-        if (op.module in fused or any(op.module.startswith(m + ".") for m in fused)) or (
-            phase == "optimizer" and op.op in STATE_INIT
-        ):
+        if within(op.module, fused) or (phase == "optimizer" and op.op in STATE_INIT):
             live[j], host_calls[j] = 0.0, 0.0
             continue
         reuse[j] = phase == "optimizer"

@@ -92,15 +92,20 @@ def roofline_png(profile: Profile, device, efficiency, precision: str, path: Pat
     """The profile's ops (one point per op record, at `batch`, default the profile's) on `device`'s roofline:
     x = arithmetic intensity (FLOPs per byte), y = achieved FLOP/s under the estimator's per-op model, with
     the datasheet peaks (matrix and vector, in the precision's dtype) and the memory-bandwidth slope."""
-    from advisor.estimator.roofline import peak_for, profile_op_time, step_bytes
+    from advisor.estimator.fused import recurrent_modules
+    from advisor.estimator.roofline import peak_for, profile_op_time, step_bytes, within
     from advisor.vocab import COMPUTE_DTYPE
 
     plt = require_matplotlib()
     batch = batch or profile.batch_size
     dtype = COMPUTE_DTYPE[precision]
     points: dict[str, list[tuple[float, float]]] = {"matrix": [], "vector": [], "memory": []}
+    stepped = recurrent_modules(profile, efficiency)
     for op in profile.ops:
-        t = profile_op_time(op, device, efficiency, profile.precision, precision, batch, step_bytes(profile, batch))
+        t = profile_op_time(
+            op, device, efficiency, profile.precision, precision, batch, step_bytes(profile, batch),
+            recurrent=within(op.module, stepped),
+        )  # fmt: skip
         if t.flops <= 0 or t.bytes <= 0:
             continue
         points[op.category].append((t.flops / t.bytes, t.flops / t.seconds))

@@ -276,7 +276,7 @@ def bands(all_rows: list[dict]) -> dict:
                 if applies == "x86-cpu" and kind != "any":
                     continue
                 errs = [r[key] for r in group]
-                what = "calibrated" if applies == "calibrated-cpu" else "uncalibrated (datasheet-style)"
+                what = "a calibrated" if applies == "calibrated-cpu" else "an uncalibrated (datasheet-style)"
                 entries.append(
                     {
                         "id": f"cpu-{'calibrated' if applies == 'calibrated-cpu' else 'datasheet'}-{kind}-{threads}t",
@@ -288,7 +288,7 @@ def bands(all_rows: list[dict]) -> dict:
                         "bias": round(-statistics.mean(errs), 3),  # + : estimates faster than measured
                         "rows": len(group),
                         "basis": f"median |error| of {len(group)} {'' if kind == 'any' else kind + ' '}training "
-                        f"steps of report-set models on a {what} {cpu_name()} at {threads} thread"
+                        f"steps of report-set models on {what} {cpu_name()} at {threads} thread"
                         f"{'s' * (threads > 1)} (benchmarks/accuracy.py)",
                         "source": "benchmarks/accuracy.py",
                         "as_of": today,

@@ -72,22 +72,13 @@ def efficiency_with(base, params: dict):
 
 
 def errors(rows, cat, family: str, params: dict) -> list[float]:
-    from advisor import api
+    from published import estimate_row
 
     eff = efficiency_with(cat.efficiency[family], params)
     cat2 = cat.model_copy(update={"efficiency": {**cat.efficiency, family: eff}})
     out = []
     for row, prof in rows:
-        est = api.estimate(
-            prof,
-            row["hardware"],
-            count=row["count"],
-            precision=row["precision"],
-            micro_batch=row["micro_batch"],
-            global_batch=row["global_batch"],
-            cat=cat2,
-        )
-        value = est.samples_per_s * ((prof.tokens_per_sample or 1) if row["unit"] == "tokens/s" else 1)
+        value = estimate_row(row, prof, cat2)[1]
         out.append(math.log(value / row["measured"]))
     return out
 

@@ -132,6 +132,22 @@ def profile_for(row: dict, extra: Path | None, profiles: dict):
     return prof
 
 
+def estimate_row(row: dict, prof, cat):
+    """(advisor's estimate of a published row's setup, its throughput in the row's unit)."""
+    from advisor import api
+
+    est = api.estimate(
+        prof,
+        row["hardware"],
+        count=row["count"],
+        precision=row["precision"],
+        micro_batch=row["micro_batch"],
+        global_batch=row["global_batch"],
+        cat=cat,
+    )
+    return est, est.samples_per_s * ((prof.tokens_per_sample or 1) if row["unit"] == "tokens/s" else 1)
+
+
 def run(rows: list[dict], extra: Path | None) -> list[dict]:
     from advisor import api
 
@@ -143,16 +159,7 @@ def run(rows: list[dict], extra: Path | None) -> list[dict]:
         if prof is None:
             print(f"skipped {row['id']}: no model file {row['model']}.py", file=sys.stderr)
             continue
-        est = api.estimate(
-            prof,
-            row["hardware"],
-            count=row["count"],
-            precision=row["precision"],
-            micro_batch=row["micro_batch"],
-            global_batch=row["global_batch"],
-            cat=cat,
-        )
-        value = est.samples_per_s * ((prof.tokens_per_sample or 1) if row["unit"] == "tokens/s" else 1)
+        est, value = estimate_row(row, prof, cat)
         device = cat.devices[est.device]
         from advisor.estimator.bands import workload_kind
 

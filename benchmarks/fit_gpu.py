@@ -14,7 +14,9 @@ report rows are never read), four figures are fitted by coordinate descent over 
 Rows left out of the fit (they do not measure what advisor models): compiled stacks (TorchScript, nvFuser
 fusions: not eager PyTorch) and rows the dataset marks as suspect (not GPU-bound). gemm_scale is bounded so
 that the top of the matrix curve stays at or below the best-shape matmul measured for the family's GPUs
-(ml-engineering's MAMF table, cited in efficiency.yaml; GEMM_CEILING).
+(ml-engineering's MAMF table, cited in efficiency.yaml; GEMM_CEILING). A family with large-scale tuning rows
+(benchmarks/data/published_large.yaml), and a family that borrows its figures, keeps gemm_scale at 1 here:
+`benchmarks/large_scale.py --fit` fits its GEMM scale on both tuning sets together (`joint_families`).
 
 The loss is the mean squared log error of the family's tuning rows plus a pull toward the sourced starting
 point (PRIOR x the squared log of each scale), so a family with few rows stays near its sources. The figures
@@ -88,7 +90,7 @@ def loss(errs: list[float], params: dict, start_host: float) -> float:
     return statistics.mean(e * e for e in errs) + PRIOR * pull
 
 
-def fit(rows, cat, family: str) -> tuple[dict, list[float], list[float]]:
+def fit(rows, cat, family: str, fixed: set[str] = frozenset()) -> tuple[dict, list[float], list[float]]:
     start_host = cat.efficiency[family].host_op_s or 12e-6
     params = {**START, "host_op_s": start_host}
     before = errors(rows, cat, family, params)
@@ -97,7 +99,7 @@ def fit(rows, cat, family: str) -> tuple[dict, list[float], list[float]]:
     ceiling = GEMM_CEILING.get(family, DEFAULT_CEILING) / top
     for _ in range(3):
         for name, grid in GRIDS.items():
-            for value in grid:
+            for value in grid if name not in fixed else ():
                 if name == "gemm_scale" and value > ceiling + 1e-9:
                     continue
                 trial = {**params, name: value}
@@ -112,6 +114,32 @@ def summary(errs: list[float]) -> str:
     return f"median |error| {statistics.median(abs(r) for r in rel):.0%}, max {max(abs(r) for r in rel):.0%}"
 
 
+def tuning_rows(cat, data: Path | None = None, models: Path | None = None) -> dict[str, list]:
+    """The fitted tuning rows of the published dataset with their profiles, by efficiency family."""
+    import published
+    from advisor import api
+    from advisor.io import read_yaml
+
+    tuning = [r for r in read_yaml(data or published.DATA)["rows"] if r["set"] == "tuning" and fitted(r)]
+    profiles: dict = {}
+    by_family: dict[str, list] = {}
+    for row in tuning:
+        prof = published.profile_for(row, models, profiles)
+        device = api.resolve_hardware(cat, row["hardware"], row["count"])[0]
+        by_family.setdefault(device.efficiency, []).append((row, prof))
+    return by_family
+
+
+def joint_families(cat) -> set[str]:
+    """Families whose GEMM scale benchmarks/large_scale.py --fit fits on both tuning sets (its large-scale tuning
+    rows and these), with the families that borrow their figures: this fit leaves their gemm_scale at 1."""
+    import large_scale
+    from advisor.io import read_yaml
+
+    own = {cat.devices[r["hardware"]].efficiency for r in read_yaml(large_scale.DATA)["rows"] if r["set"] == "tuning"}
+    return own | {family for family, lender in BORROW.items() if lender in own}
+
+
 def main() -> None:
     import published
 
@@ -121,16 +149,10 @@ def main() -> None:
     ap.add_argument("--families", help="comma-separated efficiency ids (default: every family with tuning rows)")
     args = ap.parse_args()
     from advisor import api
-    from advisor.io import read_yaml
 
     cat = api.catalog()
-    tuning = [r for r in read_yaml(args.data)["rows"] if r["set"] == "tuning" and fitted(r)]
-    profiles: dict = {}
-    by_family: dict[str, list] = {}
-    for row in tuning:
-        prof = published.profile_for(row, args.models, profiles)
-        device = api.resolve_hardware(cat, row["hardware"], row["count"])[0]
-        by_family.setdefault(device.efficiency, []).append((row, prof))
+    by_family = tuning_rows(cat, args.data, args.models)
+    joint = joint_families(cat)
     wanted = set(args.families.split(",")) if args.families else set(by_family)
     for family in sorted(wanted & set(by_family)):
         rows = by_family[family]
@@ -139,9 +161,9 @@ def main() -> None:
                 f"{family}: {len(rows)} tuning rows (< {MIN_ROWS}): takes {BORROW.get(family, 'its sources')}'s figures"
             )
             continue
-        params, before, after = fit(rows, cat, family)
+        params, before, after = fit(rows, cat, family, fixed={"gemm_scale"} if family in joint else set())
         shown = ", ".join(f"{k} {v:.3g}" for k, v in params.items())
-        print(f"{family}: {len(rows)} tuning rows; {shown}")
+        print(f"{family}: {len(rows)} tuning rows; {shown}" + (" (gemm_scale: large_scale.py --fit)" if family in joint else ""))
         print(f"  before: {summary(before)}; after: {summary(after)}")
 
 

@@ -117,6 +117,7 @@ def summary(errs: list[float]) -> str:
 def tuning_rows(cat, data: Path | None = None, models: Path | None = None) -> dict[str, list]:
     """The fitted tuning rows of the published dataset with their profiles, by efficiency family."""
     import published
+
     from advisor import api
     from advisor.io import read_yaml
 
@@ -134,6 +135,7 @@ def joint_families(cat) -> set[str]:
     """Families whose GEMM scale benchmarks/large_scale.py --fit fits on both tuning sets (its large-scale tuning
     rows and these), with the families that borrow their figures: this fit leaves their gemm_scale at 1."""
     import large_scale
+
     from advisor.io import read_yaml
 
     own = {cat.devices[r["hardware"]].efficiency for r in read_yaml(large_scale.DATA)["rows"] if r["set"] == "tuning"}
@@ -163,7 +165,8 @@ def main() -> None:
             continue
         params, before, after = fit(rows, cat, family, fixed={"gemm_scale"} if family in joint else set())
         shown = ", ".join(f"{k} {v:.3g}" for k, v in params.items())
-        print(f"{family}: {len(rows)} tuning rows; {shown}" + (" (gemm_scale: large_scale.py --fit)" if family in joint else ""))
+        joint_note = " (gemm_scale: large_scale.py --fit)" if family in joint else ""
+        print(f"{family}: {len(rows)} tuning rows; {shown}{joint_note}")
         print(f"  before: {summary(before)}; after: {summary(after)}")
 
 

@@ -287,7 +287,8 @@ def fit(rows: list[dict]) -> None:
             for fused in FUSED:
                 for overlap in OVERLAP:
                     update = {"matrix": _scaled_matrix(base, k), "fused_elementwise": fused, "tp_overlap": overlap}
-                    trial = cat.model_copy(update={"efficiency": {**cat.efficiency, family: base.model_copy(update=update)}})
+                    eff = base.model_copy(update=update)
+                    trial = cat.model_copy(update={"efficiency": {**cat.efficiency, family: eff}})
                     own = [abs(r["error"]) for r in run(mine, trial)]
                     sets = [own, pooled_rows[k]] if pooled_rows else [own]
                     key = (statistics.mean(statistics.mean(e) for e in sets), statistics.median(own))
@@ -296,7 +297,9 @@ def fit(rows: list[dict]) -> None:
         (score, _), k, fused, overlap, own = best
         other = (
             f"; the {len(pooled_rows[k])} published tuning rows' mean {100 * statistics.mean(pooled_rows[k]):.1f} % "
-            f"(score, the two sets' means averaged: {100 * score:.1f} %)" if pooled_rows else ""
+            f"(score, the two sets' means averaged: {100 * score:.1f} %)"
+            if pooled_rows
+            else ""
         )
         print(
             f"{family}: gemm x{k}, fused_elementwise {fused}, tp_overlap {overlap} on {len(mine)} tuning rows "

@@ -73,7 +73,7 @@ if hasattr(base, "make_optimizer"):
 # DeepLearningExamples' BERT SQuAD, GNMT and Transformer-XL scripts run the whole model in fp16 (apex AMP O2,
 # --math fp16) with fp32 master weights, and Lambda's benchmark runs the same scripts: their fp16 rows are profiled
 # as a pure 16-bit model (softmax, norms and activations in 16 bits) and estimated under fp16-mixed.
-HALF_MODEL = ("bert_large_squad", "bert_base_squad", "gnmt", "transformer_xl_base")
+HALF_MODEL = ("bert_large_squad", "bert_base_squad", "gnmt", "transformer_xl_base", "transformer_xl_base_full_softmax")
 
 
 def profiled_precision(row: dict) -> str:

@@ -45,6 +45,8 @@ PUBLISHED = {
     # + 512*2048+2048 + 2048*512+512 + 2*1024 = 3,412,480, times 16 = 54,599,680; shared biases 2*8*64 = 1,024;
     # output bias 267,735; cluster logits 3*512 + 3 = 1,539 -> 191,950,298
     "transformer_xl_base": 191_950_298,
+    # the same without the three cluster logits (no cutoffs): 191,950,298 - 1,539 = 191,948,759
+    "transformer_xl_base_full_softmax": 191_948_759,
 }
 
 
@@ -130,6 +132,14 @@ def test_transformer_xl_qkv_spans_memory_and_segment():
     assert p.tokens_per_sample == 192
     # q, k, v over the 192 memory + 192 segment positions: 16 layers * 384 * 2*512*1536 = 9,663,676,416
     assert forward_flops(p, module_prefix="layers.*.qkv") == pytest.approx(9_663_676_416, rel=1e-9)
+
+
+def test_transformer_xl_full_softmax_scores_every_word_for_every_token():
+    p = profile("transformer_xl_base_full_softmax")
+    assert p.tokens_per_sample == 192
+    # the tied output layer at the model's root: 192 tokens * (2*512*267,735 + 267,735 bias) = 52,690,248,000
+    head = sum(o.flops.per_sample for o in p.ops if o.phase == "forward" and o.op in MM and o.module == "")
+    assert head == pytest.approx(52_690_248_000, rel=1e-9)
 
 
 def test_ssd300_class_head_on_the_38x38_map():

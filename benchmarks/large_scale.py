@@ -24,8 +24,9 @@ ties) and nothing else. The mean, because a family has one to five tuning rows: 
 of them. With them it fits a third figure, the family's training-load GEMM scale (the matrix curve × 1 … 0.75:
 a training step holds the GPUs at their power limit, a GEMM benchmark does not), which the small eager models of
 benchmarks/published.py see as well: that one is scored on both tuning sets, the mean of this family's tuning
-rows here and the mean of its published tuning rows (benchmarks/fit_gpu.py's selection, a family with fewer
-than its MIN_ROWS using its lender's), averaged with equal weight. The values it prints go into
+rows here and the mean of its published tuning rows (benchmarks/fit_gpu.py's selection), averaged with equal
+weight; a family with fewer than fit_gpu.py's MIN_ROWS published rows takes its lender's GEMM scale, as it takes
+its other figures. The values it prints go into
 catalog/efficiency.yaml (the GEMM scale multiplies the family's matrix steps); a rerun on the updated catalog
 prints x1.0 and the same two figures.
 
@@ -249,8 +250,7 @@ def _scaled_matrix(eff, k: float):
 
 def published_errors(cat) -> dict[str, dict[float, list[float]]]:
     """Per family with enough published tuning rows (benchmarks/fit_gpu.py's selection), the |error| of each of
-    them with the family's matrix curve scaled by each GEMM factor; a family that borrows fit_gpu.py's figures
-    takes its lender's rows."""
+    them with the family's matrix curve scaled by each GEMM factor."""
     import fit_gpu
 
     by_family = fit_gpu.tuning_rows(cat)
@@ -264,9 +264,6 @@ def published_errors(cat) -> dict[str, dict[float, list[float]]]:
             k: [abs(math.exp(e) - 1) for e in fit_gpu.errors(rows, cat, family, {**base, "gemm_scale": k})]
             for k in GEMM
         }
-    for family, lender in fit_gpu.BORROW.items():
-        if family not in out and lender in out:
-            out[family] = out[lender]
     return out
 
 
@@ -276,14 +273,20 @@ def fit(rows: list[dict]) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     cat = api.catalog()
     tuning = [r for r in rows if r["set"] == "tuning"]
-    families = sorted({cat.devices[r["hardware"]].efficiency for r in tuning})
+    import fit_gpu
+
     published = published_errors(cat)
+    lenders = {f: lender for f, lender in fit_gpu.BORROW.items() if f not in published and lender in published}
+    # lenders first: a family that borrows fit_gpu.py's figures takes its lender's GEMM scale as well
+    families = sorted({cat.devices[r["hardware"]].efficiency for r in tuning}, key=lambda f: (f in lenders, f))
+    chosen: dict[str, float] = {}
     for family in families:
         mine = [r for r in tuning if cat.devices[r["hardware"]].efficiency == family]
         base = cat.efficiency[family]
         pooled_rows = published.get(family, {})
+        grid = (chosen.get(lenders[family], 1.0),) if family in lenders else GEMM if pooled_rows else (1.0,)
         best = None
-        for k in GEMM if pooled_rows else (1.0,):
+        for k in grid:
             for fused in FUSED:
                 for overlap in OVERLAP:
                     update = {"matrix": _scaled_matrix(base, k), "fused_elementwise": fused, "tp_overlap": overlap}
@@ -295,10 +298,13 @@ def fit(rows: list[dict]) -> None:
                     if best is None or key < best[0]:
                         best = (key, k, fused, overlap, own)
         (score, _), k, fused, overlap, own = best
+        chosen[family] = k
         other = (
             f"; the {len(pooled_rows[k])} published tuning rows' mean {100 * statistics.mean(pooled_rows[k]):.1f} % "
             f"(score, the two sets' means averaged: {100 * score:.1f} %)"
             if pooled_rows
+            else f"; GEMM scale {lenders[family]}'s (fit_gpu.py's lender)"
+            if family in lenders
             else ""
         )
         print(

@@ -150,6 +150,32 @@ def test_tensor_core_eligibility_and_nchw_transposes():
     assert kernels.transpose_bytes(body, eff, "fp32", 1.0) == 0.0  # fp32 is not in nchw_transpose
 
 
+def test_padded_channels_run_on_tensor_cores_with_idle_lanes_and_copies():
+    eff = with_(tensor_core_channels=8, tensor_core_padding=True, nchw_transpose=["fp16"])
+    # SSD's class head on the 38x38 map: 1024 channels in (a multiple of 8), 324 out, padded to 328
+    head = record(op="aten.convolution", shapes="[8, 1024, 38, 38], [324, 1024, 3, 3], [324]")
+    assert kernels.tensor_cores(head, eff)
+    busy, copies = kernels.channel_padding(head, eff, "fp16")
+    assert busy == pytest.approx(324 / 328)  # 1024·324 of 1024·328 lanes
+    # the output, 8·324·38·38 = 3,742,848 elements, is written at 328 channels and copied back to 324:
+    # 3,742,848 x (1 + 328/324) = 7,531,904 elements of 2 bytes = 15,063,808 bytes
+    assert copies == pytest.approx(15_063_808)
+    # the stem: 3 input channels padded to 8, so 3/8 of the lanes work; its input (8·3·224·224 = 1,204,224
+    # elements) is read at 3 channels and written at 8: 1,204,224 x (1 + 8/3) = 4,415,488 elements, 8,830,976 bytes
+    stem = record(op="aten.convolution", shapes="[8, 3, 224, 224], [64, 3, 7, 7]")
+    assert kernels.channel_padding(stem, eff, "fp16") == pytest.approx((0.375, 8_830_976))
+    # its backward pads the saved input twice (input gradient and weight gradient): 2 x 8,830,976 bytes
+    stem_back = record(op="aten.convolution_backward", shapes="[8, 64, 112, 112], [8, 3, 224, 224], [64, 3, 7, 7]")
+    assert kernels.channel_padding(stem_back, eff, "fp16") == pytest.approx((0.375, 17_661_952))
+    assert kernels.channel_padding(stem, eff, "fp32") == (1.0, 0.0)  # fp32 runs no tensor-core padding
+    body = record(op="aten.convolution", shapes="[8, 64, 56, 56], [128, 64, 3, 3]")
+    assert kernels.channel_padding(body, eff, "fp16") == (1.0, 0.0)  # multiples of 8: nothing padded
+    assert not kernels.tensor_cores(stem, with_(tensor_core_channels=8))  # a library that does not pad
+    depthwise = record(op="aten.convolution", shapes="[8, 32, 56, 56], [32, 1, 3, 3]")  # 32 groups of 1 channel
+    assert not kernels.tensor_cores(depthwise, eff)  # grouped convolutions are not padded: CUDA cores
+    assert kernels.channel_padding(depthwise, eff, "fp16") == (1.0, 0.0)
+
+
 def test_wave_quantization_over_the_multiprocessors():
     gpu = CPU.model_copy(update={"kind": "gpu", "sm_count": 100})
     eff = with_(gemm_tile=[128, 128])

@@ -238,6 +238,12 @@ class Efficiency(Strict):
         description="convolutions without an intensity curve reach this share of the "
         "efficiency of a GEMM of the same FLOPs (cuDNN's implicit-GEMM kernels on real layer shapes)",
     )
+    tensor_core_padding: bool = Field(
+        False,
+        description="the library pads channels that are not a multiple of tensor_core_channels up to it and runs "
+        "the convolution on tensor cores (cuDNN 7.6.3 and later) instead of on the vector units: the padded lanes "
+        "compute nothing, and the padded copy of the input (or output) crosses memory",
+    )
     tensor_core_channels: int | None = Field(
         None,
         ge=1,

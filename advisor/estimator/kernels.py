@@ -2,8 +2,10 @@
 a profile record (op, shapes, layout) into adjustments of its roofline time, per device family
 (catalog/efficiency.yaml says which apply and with what figures).
 
-- Tensor-core eligibility: cuDNN runs a 16-bit convolution on tensor cores only when its input and output
-  channels are multiples of `tensor_core_channels` (8 for fp16/bf16); others run on the CUDA cores.
+- Tensor-core eligibility: cuDNN runs a 16-bit convolution on tensor cores when its input and output
+  channels are multiples of `tensor_core_channels` (8 for fp16/bf16). Others run on the CUDA cores, or, where
+  the library pads channels (`tensor_core_padding`, cuDNN 7.6.3 and later), on tensor cores over the padded
+  channels: the padded lanes are wasted work and the padded copy of the input or output crosses memory.
 - Layout: a 16-bit tensor-core convolution on NCHW input is bracketed by transposes to NHWC and back
   (`nchw_transpose`): its input and output cross memory once more each way.
 - Wave quantization: a GEMM or implicit-GEMM convolution runs as ceil(M/tm)·ceil(N/tn) output tiles over
@@ -57,7 +59,9 @@ def conv_dims(op: OpRecord) -> tuple[int, int, int, int] | None:
 
 
 def tensor_cores(op: OpRecord, eff: Efficiency) -> bool:
-    """Whether a 16-bit convolution qualifies for tensor cores (every other matrix op does)."""
+    """Whether a 16-bit convolution runs on tensor cores (every other matrix op does): with channels per group
+    a multiple of `tensor_core_channels`, or, where the library pads channels, any dense (ungrouped) one.
+    Grouped and depthwise convolutions with other channel counts keep to the CUDA cores."""
     multiple = eff.tensor_core_channels
     if not multiple or op.op not in (*CONV_FORWARD, CONV_BACKWARD):
         return True
@@ -65,7 +69,42 @@ def tensor_cores(op: OpRecord, eff: Efficiency) -> bool:
     if dims is None:
         return True
     cin, cout, groups, _ = dims
+    if eff.tensor_core_padding and groups == 1:
+        return True
     return (cin // groups) % multiple == 0 and (cout // groups) % multiple == 0
+
+
+def channel_padding(op: OpRecord, eff: Efficiency, dtype: str) -> tuple[float, float]:
+    """(share of the tensor-core work that is real, bytes the padded copies move over all calls at the profile's
+    batch) of a dense 16-bit convolution whose channels the library pads up to `tensor_core_channels`;
+    (1, 0) for every other op (grouped and depthwise ones are not padded: see `tensor_cores`). Input channels C
+    padded to Cp and output channels K to Kp leave C·K / (Cp·Kp) of the lanes busy; a padded input is read and
+    written again at Cp channels before the kernel, a padded output written at Kp channels and copied back to K
+    (the backward pass pads the incoming gradient, the input gradient and the saved input for the weight
+    gradient)."""
+    multiple = eff.tensor_core_channels
+    if not (multiple and eff.tensor_core_padding) or dtype not in ("fp16", "bf16"):
+        return 1.0, 0.0
+    if op.op not in (*CONV_FORWARD, CONV_BACKWARD):
+        return 1.0, 0.0
+    dims = conv_dims(op)
+    if dims is None:
+        return 1.0, 0.0
+    cin, cout, groups, _ = dims
+    if groups != 1:
+        return 1.0, 0.0
+    c, k = cin, cout
+    cp, kp = -(-c // multiple) * multiple, -(-k // multiple) * multiple
+    if (cp, kp) == (c, k):
+        return 1.0, 0.0
+    shapes = parse_shapes(op.shapes)
+    width = DTYPE_BYTES.get(dtype, 2)
+    activations = math.prod(shapes[0] if op.op in CONV_FORWARD else shapes[1])
+    out = activations * cout / max(cin, 1)  # the output, at the output's channels (same spatial size)
+    x_copy = activations * (1 + cp / c) if cp != c else 0.0  # read at C, written at Cp
+    y_copy = out * (1 + kp / k) if kp != k else 0.0  # written at Kp by the kernel's epilogue, copied back to K
+    copies = x_copy + y_copy if op.op in CONV_FORWARD else y_copy + 2 * x_copy
+    return (c * k) / (cp * kp), width * copies * op.count
 
 
 def transpose_bytes(op: OpRecord, eff: Efficiency, dtype: str, batch_scale: float) -> float:

@@ -98,7 +98,8 @@ class OpTable:
     step_bytes: tuple[float, float]  # bytes of one step: fixed, per sample
     s_fix: np.ndarray  # serial bytes (separate kernels: a scatter's zeroed table), fixed and per sample
     s_per: np.ndarray
-    transpose: np.ndarray  # bytes of NCHW transposes at the profile's batch (all calls), grows with FLOPs
+    transpose: np.ndarray  # bytes of NCHW transposes and padded channel copies at the profile's batch (all calls)
+    pad: np.ndarray  # share of a padded convolution's tensor-core lanes that do real work (1: no padding)
     f_profile: np.ndarray  # FLOPs at the profile's batch
     wave: np.ndarray  # N × 3: (n, k, batches) of a tensor-core GEMM or convolution for wave quantization, 0: none
     slots: float  # tile slots of the device (sm_count × tiles per SM), 0: no wave quantization
@@ -216,6 +217,7 @@ class _EffPart:
     s_fix: np.ndarray
     s_per: np.ndarray
     transpose: np.ndarray
+    pad: np.ndarray
     f_profile: np.ndarray
     wave: np.ndarray
     host_calls: np.ndarray
@@ -267,6 +269,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
     )  # fmt: skip
     live, reuse = np.ones(n), np.zeros(n, dtype=bool)
     s_fix, s_per, transpose, f_profile = (np.zeros(n) for _ in range(4))
+    pad = np.ones(n)
     wave = np.zeros((n, 3))
     host_calls = np.array([float(profile.ops[r[0]].count) for r in rec.rows])
     batch = profile.batch_size
@@ -290,7 +293,8 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
                 units[j] = (dtype, "vector")
             else:
                 wave[j] = kernels.wave_dims(op) or (0, 0, 0)
-            transpose[j] = kernels.transpose_bytes(op, eff, dtype, 1.0)
+            pad[j], pad_bytes = kernels.channel_padding(op, eff, dtype)
+            transpose[j] = kernels.transpose_bytes(op, eff, dtype, 1.0) + pad_bytes
             f_profile[j] = op.flops.at(batch)
     # serial bytes come out of the record's own traffic
     values = rec.values.copy()
@@ -298,7 +302,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
     values[:, 3] -= s_per
     return _EffPart(
         units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, curves, live, reuse, hot, values, s_fix, s_per,
-        transpose, f_profile, wave, host_calls, fused,
+        transpose, pad, f_profile, wave, host_calls, fused,
         (
             sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
             sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
@@ -353,6 +357,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         s_fix=part.s_fix,
         s_per=part.s_per,
         transpose=part.transpose,
+        pad=part.pad,
         f_profile=part.f_profile,
         wave=part.wave,
         slots=slots,
@@ -410,7 +415,7 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     no_bytes = (b_call <= 0) & (table.scale != 1.0)
     if no_bytes.any():
         eta = np.where(no_bytes, eta / table.scale, eta)
-    eta = eta * _wave(table, f_call)
+    eta = eta * _wave(table, f_call) * table.pad
     for k, curve in enumerate(table.curves):
         own = table.op_curve == k
         if own.any():  # a measured op: its own roofline over the efficiency measured at this size

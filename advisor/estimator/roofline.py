@@ -240,10 +240,12 @@ def profile_op_time(
         tensor = kernels.tensor_cores(op, eff) or dtype not in ("fp16", "bf16")
         at_profile = op.flops.at(profile_batch) if profile_batch else 0.0
         growth = flops / at_profile if at_profile > 0 else 1.0
+        busy, pad_bytes = kernels.channel_padding(op, eff, dtype)
+        wave = kernels.wave_efficiency(op, device, eff, flops / max(op.count, 1)) if tensor else 1.0
         extra = {
             "vector_unit": not tensor,
-            "eta_scale": kernels.wave_efficiency(op, device, eff, flops / max(op.count, 1)) if tensor else 1.0,
-            "serial_bytes": kernels.transpose_bytes(op, eff, dtype, growth),
+            "eta_scale": wave * busy,
+            "serial_bytes": kernels.transpose_bytes(op, eff, dtype, growth) + pad_bytes * growth,
         }
     if recurrent and op.category == "matrix":
         extra["cap_bytes"] = (op.bytes_read.per_sample + op.bytes_written.per_sample) * batch * scale

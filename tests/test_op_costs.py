@@ -176,6 +176,22 @@ def test_padded_channels_run_on_tensor_cores_with_idle_lanes_and_copies():
     assert kernels.channel_padding(depthwise, eff, "fp16") == (1.0, 0.0)
 
 
+def test_tf32_convolutions_need_the_same_bytes_of_channels():
+    eff = with_(tensor_core_channels=8, tensor_core_padding=True)
+    assert kernels.channel_multiple(eff, "bf16") == 8
+    assert kernels.channel_multiple(eff, "tf32") == 4  # 4 channels of 4 bytes: the same 16 bytes as 8 of 2
+    # a depthwise convolution (one channel per group) in tf32 runs on the CUDA cores
+    depthwise = record(op="aten.convolution", shapes="[8, 32, 56, 56], [32, 1, 3, 3]")
+    assert not kernels.tensor_cores(depthwise, eff, "tf32")
+    # ResNeXt's 4 channels per group are enough for tf32, not for bf16
+    grouped = record(op="aten.convolution", shapes="[8, 128, 56, 56], [128, 4, 3, 3]")
+    assert kernels.tensor_cores(grouped, eff, "tf32") and not kernels.tensor_cores(grouped, eff, "bf16")
+    # the 3-channel stem in tf32 is padded to 4: 3/4 of the lanes work; its input (1,204,224 elements) is read
+    # at 3 channels and written at 4: 1,204,224 x (1 + 4/3) = 2,809,856 elements of 4 bytes = 11,239,424 bytes
+    stem = record(op="aten.convolution", shapes="[8, 3, 224, 224], [64, 3, 7, 7]")
+    assert kernels.channel_padding(stem, eff, "tf32") == pytest.approx((0.75, 11_239_424))
+
+
 def test_wave_quantization_over_the_multiprocessors():
     gpu = CPU.model_copy(update={"kind": "gpu", "sm_count": 100})
     eff = with_(gemm_tile=[128, 128])

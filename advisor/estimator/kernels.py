@@ -3,9 +3,10 @@ a profile record (op, shapes, layout) into adjustments of its roofline time, per
 (catalog/efficiency.yaml says which apply and with what figures).
 
 - Tensor-core eligibility: cuDNN runs a 16-bit convolution on tensor cores when its input and output
-  channels are multiples of `tensor_core_channels` (8 for fp16/bf16). Others run on the CUDA cores, or, where
-  the library pads channels (`tensor_core_padding`, cuDNN 7.6.3 and later), on tensor cores over the padded
-  channels: the padded lanes are wasted work and the padded copy of the input or output crosses memory.
+  channels are multiples of `tensor_core_channels` (8 for fp16/bf16: 16 bytes; a tf32 one at half the count, 4,
+  the same 16 bytes). Others run on the CUDA cores, or, where the library pads channels (`tensor_core_padding`,
+  cuDNN 7.6.3 and later), a dense one on tensor cores over the padded channels: the padded lanes are wasted
+  work and the padded copy of the input or output crosses memory.
 - Layout: a 16-bit tensor-core convolution on NCHW input is bracketed by transposes to NHWC and back
   (`nchw_transpose`): its input and output cross memory once more each way.
 - Wave quantization: a GEMM or implicit-GEMM convolution runs as ceil(M/tm)·ceil(N/tn) output tiles over
@@ -58,11 +59,22 @@ def conv_dims(op: OpRecord) -> tuple[int, int, int, int] | None:
     return cin, cout, groups, math.prod(w[1:])
 
 
-def tensor_cores(op: OpRecord, eff: Efficiency) -> bool:
-    """Whether a 16-bit convolution runs on tensor cores (every other matrix op does): with channels per group
-    a multiple of `tensor_core_channels`, or, where the library pads channels, any dense (ungrouped) one.
-    Grouped and depthwise convolutions with other channel counts keep to the CUDA cores."""
-    multiple = eff.tensor_core_channels
+TENSOR_CORE_DTYPES = ("fp16", "bf16", "tf32")
+
+
+def channel_multiple(eff: Efficiency, dtype: str) -> int:
+    """The channel count a convolution in `dtype` needs for tensor cores: `tensor_core_channels` for 16-bit
+    elements, scaled to the same bytes for others (4 for tf32); 0 where the family has no such rule."""
+    if not eff.tensor_core_channels:
+        return 0
+    return max(1, eff.tensor_core_channels * 2 // DTYPE_BYTES.get(dtype, 2))
+
+
+def tensor_cores(op: OpRecord, eff: Efficiency, dtype: str = "fp16") -> bool:
+    """Whether a convolution in a tensor-core dtype runs on tensor cores (every other matrix op does): with
+    channels per group a multiple of `channel_multiple`, or, where the library pads channels, any dense
+    (ungrouped) one. Grouped and depthwise convolutions with other channel counts keep to the CUDA cores."""
+    multiple = channel_multiple(eff, dtype)
     if not multiple or op.op not in (*CONV_FORWARD, CONV_BACKWARD):
         return True
     dims = conv_dims(op)
@@ -76,14 +88,14 @@ def tensor_cores(op: OpRecord, eff: Efficiency) -> bool:
 
 def channel_padding(op: OpRecord, eff: Efficiency, dtype: str) -> tuple[float, float]:
     """(share of the tensor-core work that is real, bytes the padded copies move over all calls at the profile's
-    batch) of a dense 16-bit convolution whose channels the library pads up to `tensor_core_channels`;
+    batch) of a dense tensor-core convolution whose channels the library pads up to `channel_multiple`;
     (1, 0) for every other op (grouped and depthwise ones are not padded: see `tensor_cores`). Input channels C
     padded to Cp and output channels K to Kp leave C·K / (Cp·Kp) of the lanes busy; a padded input is read and
     written again at Cp channels before the kernel, a padded output written at Kp channels and copied back to K
     (the backward pass pads the incoming gradient, the input gradient and the saved input for the weight
     gradient)."""
-    multiple = eff.tensor_core_channels
-    if not (multiple and eff.tensor_core_padding) or dtype not in ("fp16", "bf16"):
+    multiple = channel_multiple(eff, dtype)
+    if not (multiple and eff.tensor_core_padding) or dtype not in TENSOR_CORE_DTYPES:
         return 1.0, 0.0
     if op.op not in (*CONV_FORWARD, CONV_BACKWARD):
         return 1.0, 0.0
@@ -110,7 +122,7 @@ def channel_padding(op: OpRecord, eff: Efficiency, dtype: str) -> tuple[float, f
 def transpose_bytes(op: OpRecord, eff: Efficiency, dtype: str, batch_scale: float) -> float:
     """Bytes the NCHW <-> NHWC transposes around a tensor-core convolution move (0 when none apply),
     all calls; `batch_scale` is the micro-batch over the profile's batch size."""
-    if dtype not in eff.nchw_transpose or op.layout == "channels_last" or not tensor_cores(op, eff):
+    if dtype not in eff.nchw_transpose or op.layout == "channels_last" or not tensor_cores(op, eff, dtype):
         return 0.0
     if op.op not in (*CONV_FORWARD, CONV_BACKWARD):
         return 0.0

@@ -288,7 +288,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
             scale_b = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
             s_fix[j], s_per[j] = op.bytes_written.fixed * scale_b, op.bytes_written.per_sample * scale_b
         if category == "matrix" and kernel_data:
-            tensor = kernels.tensor_cores(op, eff) or dtype not in ("fp16", "bf16")
+            tensor = dtype not in kernels.TENSOR_CORE_DTYPES or kernels.tensor_cores(op, eff, dtype)
             if not tensor:
                 units[j] = (dtype, "vector")
             else:

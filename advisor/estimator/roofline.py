@@ -237,7 +237,7 @@ def profile_op_time(
         written = op.bytes_written.at(batch) * scale
         nbytes, extra = nbytes - written, {"serial_bytes": written}
     if op.category == "matrix" and (eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose):
-        tensor = kernels.tensor_cores(op, eff) or dtype not in ("fp16", "bf16")
+        tensor = dtype not in kernels.TENSOR_CORE_DTYPES or kernels.tensor_cores(op, eff, dtype)
         at_profile = op.flops.at(profile_batch) if profile_batch else 0.0
         growth = flops / at_profile if at_profile > 0 else 1.0
         busy, pad_bytes = kernels.channel_padding(op, eff, dtype)

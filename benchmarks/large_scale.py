@@ -244,10 +244,6 @@ OVERLAP = (0.0, 0.25, 0.5, 0.75)  # below 1: the schema keeps some tensor-parall
 GEMM = (1.0, 0.95, 0.9, 0.85, 0.8, 0.75)
 
 
-def _scaled_matrix(eff, k: float):
-    return [step.model_copy(update={"efficiency": step.efficiency * k}) for step in eff.matrix]
-
-
 def published_errors(cat) -> dict[str, dict[float, list[float]]]:
     """Per family with enough published tuning rows (benchmarks/fit_gpu.py's selection), the |error| of each of
     them with the family's matrix curve scaled by each GEMM factor."""
@@ -287,9 +283,10 @@ def fit(rows: list[dict]) -> None:
         grid = (chosen.get(lenders[family], 1.0),) if family in lenders else GEMM if pooled_rows else (1.0,)
         best = None
         for k in grid:
+            matrix = fit_gpu.scaled(base.matrix, k)
             for fused in FUSED:
                 for overlap in OVERLAP:
-                    update = {"matrix": _scaled_matrix(base, k), "fused_elementwise": fused, "tp_overlap": overlap}
+                    update = {"matrix": matrix, "fused_elementwise": fused, "tp_overlap": overlap}
                     eff = base.model_copy(update=update)
                     trial = cat.model_copy(update={"efficiency": {**cat.efficiency, family: eff}})
                     own = [abs(r["error"]) for r in run(mine, trial)]

@@ -59,6 +59,14 @@ def conv_dims(op: OpRecord) -> tuple[int, int, int, int] | None:
     return cin, cout, groups, math.prod(w[1:])
 
 
+def conv_io(op: OpRecord, dims: tuple[int, int, int, int]) -> tuple[float, float]:
+    """(input elements, output elements) of one call of a convolution record at the profile's batch; the output
+    is taken at the input's spatial size, at the output's channels."""
+    shapes = parse_shapes(op.shapes)
+    activations = math.prod(shapes[0] if op.op in CONV_FORWARD else shapes[1])
+    return activations, activations * dims[1] / max(dims[0], 1)
+
+
 TENSOR_CORE_DTYPES = ("fp16", "bf16", "tf32")
 
 
@@ -109,10 +117,8 @@ def channel_padding(op: OpRecord, eff: Efficiency, dtype: str) -> tuple[float, f
     cp, kp = -(-c // multiple) * multiple, -(-k // multiple) * multiple
     if (cp, kp) == (c, k):
         return 1.0, 0.0
-    shapes = parse_shapes(op.shapes)
     width = DTYPE_BYTES.get(dtype, 2)
-    activations = math.prod(shapes[0] if op.op in CONV_FORWARD else shapes[1])
-    out = activations * cout / max(cin, 1)  # the output, at the output's channels (same spatial size)
+    activations, out = conv_io(op, dims)
     x_copy = activations * (1 + cp / c) if cp != c else 0.0  # read at C, written at Cp
     y_copy = out * (1 + kp / k) if kp != k else 0.0  # written at Kp by the kernel's epilogue, copied back to K
     copies = x_copy + y_copy if op.op in CONV_FORWARD else y_copy + 2 * x_copy
@@ -127,13 +133,10 @@ def transpose_bytes(op: OpRecord, eff: Efficiency, dtype: str, batch_scale: floa
     if op.op not in (*CONV_FORWARD, CONV_BACKWARD):
         return 0.0
     dims = conv_dims(op)
-    shapes = parse_shapes(op.shapes)
     if dims is None:
         return 0.0
     width = DTYPE_BYTES.get(dtype, 2)
-    x = shapes[0] if op.op in CONV_FORWARD else shapes[1]
-    activations = math.prod(x) * batch_scale
-    out = activations * dims[1] / max(dims[0], 1)  # the output, at the output's channels (same spatial size)
+    activations, out = (n * batch_scale for n in conv_io(op, dims))
     if op.op == CONV_BACKWARD:  # the incoming gradient in, the input gradient out, the saved input again
         return 2 * width * (out + 2 * activations) * op.count
     return 2 * width * (activations + out) * op.count

@@ -174,6 +174,8 @@ def test_padded_channels_run_on_tensor_cores_with_idle_lanes_and_copies():
     depthwise = record(op="aten.convolution", shapes="[8, 32, 56, 56], [32, 1, 3, 3]")  # 32 groups of 1 channel
     assert not kernels.tensor_cores(depthwise, eff)  # grouped convolutions are not padded: CUDA cores
     assert kernels.channel_padding(depthwise, eff, "fp16") == (1.0, 0.0)
+    empty = record(op="aten.convolution", shapes="[8, 0, 56, 56], [4, 3, 3, 3]")  # a hand-edited profile
+    assert kernels.channel_padding(empty, eff, "fp16") == (1.0, 0.0)
 
 
 def test_tf32_convolutions_need_the_same_bytes_of_channels():

@@ -111,7 +111,7 @@ def channel_padding(op: OpRecord, eff: Efficiency, dtype: str) -> tuple[float, f
     if dims is None:
         return 1.0, 0.0
     cin, cout, groups, _ = dims
-    if groups != 1:
+    if groups != 1 or cin <= 0 or cout <= 0:  # an edited profile's empty tensor has nothing to pad
         return 1.0, 0.0
     c, k = cin, cout
     cp, kp = -(-c // multiple) * multiple, -(-k // multiple) * multiple

@@ -48,6 +48,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # fit_gpu.py and published.py, which --fit reads
 
 from advisor import api  # noqa: E402
 from advisor.errors import UserError  # noqa: E402
@@ -265,8 +266,7 @@ def published_errors(cat) -> dict[str, dict[float, list[float]]]:
 
 def fit(rows: list[dict]) -> None:
     """Per family: the GEMM scale, fused_elementwise and tp_overlap that minimise the mean absolute error of its
-    tuning rows, the GEMM scale over both tuning sets pooled (see the module docstring)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    tuning rows, the GEMM scale scored on both tuning sets, their means averaged (see the module docstring)."""
     cat = api.catalog()
     tuning = [r for r in rows if r["set"] == "tuning"]
     import fit_gpu

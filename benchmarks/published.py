@@ -135,6 +135,7 @@ def profile_for(row: dict, extra: Path | None, profiles: dict):
 def estimate_row(row: dict, prof, cat):
     """(advisor's estimate of a published row's setup, its throughput in the row's unit)."""
     from advisor import api
+    from advisor.estimator.runtime import RunOptions
 
     est = api.estimate(
         prof,
@@ -144,6 +145,7 @@ def estimate_row(row: dict, prof, cat):
         micro_batch=row["micro_batch"],
         global_batch=row["global_batch"],
         cat=cat,
+        run=RunOptions(loader_workers=row.get("loader_workers")),
     )
     return est, est.samples_per_s * ((prof.tokens_per_sample or 1) if row["unit"] == "tokens/s" else 1)
 

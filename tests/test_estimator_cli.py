@@ -46,6 +46,7 @@ def test_json_is_the_estimate_and_the_table_shows_it(prof):
         (["-H", "p5.48xlarge", "--pricing", "spot"], ["no spot price"]),
         (["-H", "p5.48xlarge", "--strategy", "zero"], ["unknown --strategy"]),
         (["-H", "p5.48xlarge", "--tokens", "lots"], ["--tokens"]),
+        (["-H", "p5.48xlarge", "--loader-workers", "-1"], ["--loader-workers must be at least 1"]),
     ],
 )
 def test_bad_input_is_one_line(prof, args, fragments):

@@ -38,7 +38,7 @@ def test_rows_are_complete_and_unique(rows):
     assert len(rows) >= 45
     assert len({r["id"] for r in rows}) == len(rows)
     for r in rows:
-        assert KEYS <= set(r) <= KEYS | {"notes"}, r["id"]
+        assert KEYS <= set(r) <= KEYS | {"notes", "loader_workers"}, r["id"]
         assert r["id"] == r["id"].lower(), r["id"]
         assert r["set"] in ("tuning", "report"), r["id"]
         assert r["precision"] in ("fp32", "tf32", "fp16-mixed", "bf16-mixed"), r["id"]

@@ -63,6 +63,7 @@ def test_nothing_qualifies_is_an_answer(world):
         ("--devices", "h1000", "unknown device 'h1000'"),
         ("--objective", "speed", "unknown --objective 'speed'"),
         ("--pricing", "cheap", "unknown --pricing 'cheap'"),
+        ("--loader-workers", "0", "--loader-workers must be at least 1"),
     ],
 )
 def test_bad_input_is_one_line(world, option, value, fragment):

@@ -130,6 +130,40 @@ def test_the_hosts_vcpus_bound_an_image_model():
     assert input_pipeline(prof, RUNTIME, toy_device(), toy_instance(vcpus=None), node(), 64, 0.0) is None
 
 
+def test_loader_workers_cap_the_decoding_processes():
+    prof = toy_profile(input_shapes=["x: [1, 3, 224, 224] fp32"])
+    inst = toy_instance(vcpus=64)
+    # 64 - 8 = 56 vCPUs free, but 2 workers per device x 8 devices = 16 processes at 100 images/s: 1,600/s
+    feed = input_pipeline(prof, RUNTIME, toy_device(), inst, node(), 256, step_s=0.1, workers=2)
+    assert feed.vcpus_per_node == 16 and feed.loader_workers == 2
+    assert feed.samples_per_s == pytest.approx(1600)
+    assert feed.wait_s == pytest.approx(256 / 1600 - 0.1)  # 160 ms of decoding, the step hides 100 ms
+    # more workers than free vCPUs: the vCPUs bound it (56 x 100 = 5,600/s)
+    many = input_pipeline(prof, RUNTIME, toy_device(), inst, node(), 256, step_s=0.1, workers=10)
+    assert many.vcpus_per_node == 56 and many.samples_per_s == pytest.approx(5600)
+    # an instance of unknown vCPUs: the user's 2 x 8 processes are what decode
+    unknown = input_pipeline(prof, RUNTIME, toy_device(), toy_instance(vcpus=None), node(), 256, 0.1, workers=2)
+    assert unknown.vcpus_per_node == 16 and unknown.samples_per_s == pytest.approx(1600)
+    # a CPU instance: workers share the training cores, so the decoding time is the same with any count
+    cpu = toy_device(id="toycpu", kind="cpu", memory_bytes=None, cores=8, threads_per_core=2, software_stack=None)
+    cfg = Config(device="toycpu", instance="toy-8x", devices_per_node=1)
+    one = toy_instance(device="toycpu", device_count=1, vcpus=16)
+    assert input_pipeline(prof, RUNTIME, cpu, one, cfg, 64, 1.0, workers=2).samples_per_s == pytest.approx(1600)
+
+
+def test_an_estimate_with_few_loader_workers_waits_for_them():
+    prof = toy_profile(input_shapes=["x: [1, 3, 896, 896] fp32"])  # 16 x 224²: 100 / 16 = 6.25 images/s per vCPU
+    cat = catalog(vcpus=64)
+    # 1 worker per device: 8 processes per node x 6.25 = 50 images/s, so 64 images take 1.28 s, longer than the
+    # toy step (about 0.54 s): the devices wait and the run goes at 50 images/s
+    est = estimate(prof, cat, node(global_batch=64), Workload(steps=10), run=RunOptions(loader_workers=1))
+    assert est.samples_per_s == pytest.approx(50, rel=1e-9) and est.input.loader_workers == 1
+    assert any("--loader-workers 1" in a for a in est.assumptions)
+    # unset: 56 free vCPUs x 6.25 = 350 images/s, 64 in 183 ms, hidden behind the step
+    free = estimate(prof, cat, node(global_batch=64), Workload(steps=10))
+    assert free.input.wait_s == 0 and free.samples_per_s > 100
+
+
 def test_on_a_cpu_instance_decoding_adds_to_the_step():
     cpu = toy_device(id="toycpu", kind="cpu", memory_bytes=None, cores=8, threads_per_core=2, software_stack=None)
     prof = toy_profile(input_shapes=["x: [1, 3, 112, 112] fp32"])  # a quarter of 224²: 4 × faster to decode
@@ -155,3 +189,21 @@ def test_every_provider_of_the_shipped_catalog_has_its_start_up_costs():
     assert {i.provider for i in cat.instances.values()} <= set(cat.providers)
     assert "default" in cat.runtime and cat.providers["onprem"].owned
     assert not any(p.owned for name, p in cat.providers.items() if name != "onprem")
+
+
+def test_recommend_ranks_with_the_users_loader_workers():
+    from advisor import api
+    from advisor.recommender.model import Constraints
+    from advisor.recommender.rank import recommend
+
+    cat, prof = api.catalog(), api.profile_from("resnet50")  # 224 x 224 images
+    rate = cat.runtime["default"].image_samples_per_s_per_vcpu  # 180 images/s per decoding process
+    ask = {"devices": ["h100-sxm"], "max_devices": 8, "precisions": ["bf16-mixed"], "global_batch": 1024}
+    rec = recommend(prof, cat, Workload(steps=1000), Constraints(**ask, loader_workers=1), top=5)
+    # one process per H100 decodes 180 images/s, far below what an H100 trains ResNet-50 at (about 2,800/s):
+    # every option waits for it, a step of 1,024 images takes 1024 / (180 x devices) s
+    assert rec.options and all(o.input_bound for o in rec.options)
+    for o in rec.options:
+        assert o.step_time_s == pytest.approx(1024 / (rate * o.devices_per_node * o.nodes), rel=1e-6)
+    free = recommend(prof, cat, Workload(steps=1000), Constraints(**ask), top=5)
+    assert not any(o.input_bound for o in free.options)

@@ -64,8 +64,18 @@ EvalShare = Annotated[
 ]
 
 
-def parse_run_options(checkpoint_every: str | None, eval_share: float | None):
-    """--checkpoint-every (a duration; 0 or 'end': only the final checkpoint) and --eval-share (0 to <1)."""
+LoaderWorkers = Annotated[
+    int | None,
+    typer.Option(
+        help="Image-decoding processes per device, the DataLoader's num_workers (default: every vCPU but one per "
+        "device). Few workers on a fast GPU leave it waiting."
+    ),
+]
+
+
+def parse_run_options(checkpoint_every: str | None, eval_share: float | None, loader_workers: int | None = None):
+    """--checkpoint-every (a duration; 0 or 'end': only the final checkpoint), --eval-share (0 to <1) and
+    --loader-workers (1 or more)."""
     from advisor import units
     from advisor.estimator.runtime import RunOptions
 
@@ -75,7 +85,9 @@ def parse_run_options(checkpoint_every: str | None, eval_share: float | None):
         every = 0.0 if text in ("end", "never", "0") else units.parse_positive(text, "duration", "--checkpoint-every")
     if eval_share is not None and not 0 <= eval_share < 1:
         raise UserError(f"--eval-share must be at least 0 and below 1, got {eval_share:g}", "e.g. --eval-share 0.02")
-    return RunOptions(checkpoint_every_s=every, eval_share=eval_share)
+    if loader_workers is not None and loader_workers < 1:
+        raise UserError(f"--loader-workers must be at least 1, got {loader_workers}", "e.g. --loader-workers 8")
+    return RunOptions(checkpoint_every_s=every, eval_share=eval_share, loader_workers=loader_workers)
 
 
 ProfileArg = Annotated[

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import CatalogOpt, CheckpointEvery, EvalShare, FormatOpt, ProfileArg, WideOpt
+from advisor.cli.common import (
+    CatalogOpt,
+    CheckpointEvery,
+    EvalShare,
+    FormatOpt,
+    LoaderWorkers,
+    ProfileArg,
+    WideOpt,
+)
 from advisor.cli.recommend import (
     Budget,
     Deadline,
@@ -45,6 +53,7 @@ def register(app: typer.Typer) -> None:
         global_batch: GlobalBatch = None,
         checkpoint_every: CheckpointEvery = None,
         eval_share: EvalShare = None,
+        loader_workers: LoaderWorkers = None,
         plot: Annotated[
             Path | None,
             typer.Option(help="Draw time and cost of each kind's best option side by side (PNG; needs matplotlib)."),
@@ -58,7 +67,7 @@ def register(app: typer.Typer) -> None:
         check_outputs(profile, catalog, plot=plot)
         cat, prof, workload, constraints = build_question(
             profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, None,
-            max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share,
+            max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share, loader_workers,
         )  # fmt: skip
         from advisor.recommender.compare import compare
         from advisor.render.recommend_tables import print_comparison

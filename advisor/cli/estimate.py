@@ -14,6 +14,7 @@ from advisor.cli.common import (
     CheckpointEvery,
     EvalShare,
     FormatOpt,
+    LoaderWorkers,
     PlotOpt,
     ProfileArg,
     check_files,
@@ -107,6 +108,7 @@ def register(app: typer.Typer) -> None:
         pricing: Annotated[str, typer.Option(help="on-demand or spot.")] = "on-demand",
         checkpoint_every: CheckpointEvery = None,
         eval_share: EvalShare = None,
+        loader_workers: LoaderWorkers = None,
         catalog: CatalogOpt = None,
         plot: PlotOpt = None,
         fmt: FormatOpt = Format.table,
@@ -128,7 +130,7 @@ def register(app: typer.Typer) -> None:
         if top < 1:
             raise UserError(f"--top must be at least 1, got {top}")
         work = parse_workload(samples, epochs, steps, tokens)
-        run = parse_run_options(checkpoint_every, eval_share)
+        run = parse_run_options(checkpoint_every, eval_share, loader_workers)
         check_files({"--plot": plot}, {"the profile": api.find_profile(profile)}, catalog)
         check_plot(plot)
         cat = api.catalog(catalog)

@@ -18,6 +18,7 @@ from advisor.cli.common import (
     CheckpointEvery,
     EvalShare,
     FormatOpt,
+    LoaderWorkers,
     ProfileArg,
     WideOpt,
     check_files,
@@ -52,6 +53,7 @@ def build_question(
     catalog_paths,
     checkpoint_every: str | None = None,
     eval_share: float | None = None,
+    loader_workers: int | None = None,
 ):
     """Parse and check everything the user typed: (catalog, profile, workload, constraints). Raises UserError."""
     from advisor import api, units
@@ -69,7 +71,7 @@ def build_question(
         raise UserError(f"--max-devices must be at least 1, got {max_devices}")
     if global_batch is not None and global_batch < 1:
         raise UserError(f"--global-batch must be at least 1, got {global_batch}")
-    run = parse_run_options(checkpoint_every, eval_share)
+    run = parse_run_options(checkpoint_every, eval_share, loader_workers)
     work = parse_workload(samples, epochs, steps, tokens)
     workload = Workload(samples=work[0], epochs=work[1], steps=work[2], tokens=work[3])
     if workload.empty():
@@ -97,6 +99,7 @@ def build_question(
         global_batch=global_batch,
         checkpoint_every_s=run.checkpoint_every_s,
         eval_share=run.eval_share,
+        loader_workers=run.loader_workers,
     )
     return cat, prof, workload, constraints
 
@@ -173,6 +176,7 @@ def register(app: typer.Typer) -> None:
         plot: Annotated[Path | None, typer.Option(help="Draw the time-cost plane (PNG; needs matplotlib).")] = None,
         checkpoint_every: CheckpointEvery = None,
         eval_share: EvalShare = None,
+        loader_workers: LoaderWorkers = None,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
         wide: WideOpt = False,
@@ -184,7 +188,7 @@ def register(app: typer.Typer) -> None:
         check_outputs(profile, catalog, export=export, skypilot=skypilot, plot=plot)
         cat, prof, workload, constraints = build_question(
             profile, samples, epochs, steps, tokens, deadline, budget, objective, providers, devices,
-            max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share,
+            max_devices, pricing, precision, global_batch, catalog, checkpoint_every, eval_share, loader_workers,
         )  # fmt: skip
         from advisor.recommender.rank import recommend
 

@@ -237,7 +237,10 @@ def estimate(
     memory = to_memory(setup, mem_parts)
     step = float(out["step"][0])
     parts = {k: float(out["parts"][k][0]) for k in STEP_PARTS if k != "input"}
-    feed = input_pipeline(profile, runtime_of(catalog), setup.device, setup.instance, config, global_batch, step)
+    workers = run.loader_workers if run is not None else None
+    feed = input_pipeline(
+        profile, runtime_of(catalog), setup.device, setup.instance, config, global_batch, step, workers
+    )
     parts["input"] = 0.0
     if feed is not None and feed.wait_s > 0:
         step += feed.wait_s

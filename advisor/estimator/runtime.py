@@ -19,8 +19,9 @@ All of it is billed: the nodes run throughout. The defaults and their sources ar
 Input pipeline: a profile whose input is an image ([batch, channels, height, width] floats) needs its
 samples decoded and augmented on the host. The instance's vCPUs (one per device left to the training
 processes) decode `image_samples_per_s_per_vcpu` at `image_reference_pixels`, scaled by the input's pixels.
-On an accelerator the decoding overlaps the step, so only the shortfall waits; on a CPU instance the same
-cores do both, so the decoding time adds to the step.
+`--loader-workers N` (the DataLoader's num_workers: N decoding processes per device) caps the decoding vCPUs
+at N per device. On an accelerator the decoding overlaps the step, so only the shortfall waits; on a CPU
+instance the same cores do both, so the decoding time adds to the step (however many processes do it).
 """
 
 from __future__ import annotations
@@ -51,11 +52,15 @@ class RunOptions(BaseModel):
 
     checkpoint_every_s: float | None = Field(None, ge=0, description="0: only the final checkpoint")
     eval_share: float | None = Field(None, ge=0, lt=1)
+    loader_workers: int | None = Field(
+        None, ge=1, description="image-decoding processes per device (DataLoader num_workers); None: every vCPU"
+    )
 
 
 class InputPipeline(BaseModel):
     pixels: float = Field(description="pixels of one input image")
     vcpus_per_node: int = Field(description="vCPUs that decode, per node")
+    loader_workers: int | None = Field(None, description="decoding processes per device, when the user set them")
     samples_per_s: float = Field(description="what the hosts of all nodes can decode and augment")
     wait_s: float = Field(description="added to each step: the shortfall (accelerators) or the decoding (CPUs)")
     shared_cores: bool = Field(description="a CPU instance: decoding and training share the cores")
@@ -109,18 +114,31 @@ def input_pipeline(
     config: Config,
     global_batch: int,
     step_s: float,
+    workers: int | None = None,
 ) -> InputPipeline | None:
     """How the hosts keep up with an image model's steps; None when the input is not images or the host is
-    unknown (no instance, or an instance without a vCPU count)."""
+    unknown (no instance, or an instance without a vCPU count and no `workers`). `workers`: decoding processes per
+    device (--loader-workers), at most one vCPU each; on a CPU instance they share the training cores, so they
+    change nothing there."""
     pixels = image_pixels(profile)
-    if pixels is None or runtime is None or instance is None or not instance.vcpus:
+    if pixels is None or runtime is None or instance is None:
         return None
     shared = device.kind == "cpu"
-    vcpus = instance.vcpus if shared else max(1, instance.vcpus - config.devices_per_node)
+    if shared or workers is None:
+        if not instance.vcpus:
+            return None
+        vcpus = instance.vcpus if shared else max(1, instance.vcpus - config.devices_per_node)
+    else:  # the user's processes, on the vCPUs left to them where the instance's count is known
+        vcpus = workers * config.devices_per_node
+        if instance.vcpus:
+            vcpus = min(vcpus, max(1, instance.vcpus - config.devices_per_node))
     rate = vcpus * runtime.image_samples_per_s_per_vcpu * runtime.image_reference_pixels / pixels * config.nodes
     decode_s = global_batch / rate
     wait = decode_s if shared else max(0.0, decode_s - step_s)
-    return InputPipeline(pixels=pixels, vcpus_per_node=vcpus, samples_per_s=rate, wait_s=wait, shared_cores=shared)
+    return InputPipeline(
+        pixels=pixels, vcpus_per_node=vcpus, loader_workers=workers, samples_per_s=rate, wait_s=wait,
+        shared_cores=shared,
+    )  # fmt: skip
 
 
 def checkpoint_bytes(profile: Profile, precision: str) -> float:
@@ -186,7 +204,12 @@ def run_costs(
 
 def feed_note(feed: InputPipeline, global_batch: int) -> str:
     """The assumption line of an image model whose host holds its step back."""
-    where = "on the training cores" if feed.shared_cores else f"on {feed.vcpus_per_node} vCPUs per node"
+    if feed.shared_cores:
+        where = "on the training cores"
+    elif feed.loader_workers is not None:
+        where = f"in {feed.vcpus_per_node} processes per node (--loader-workers {feed.loader_workers})"
+    else:
+        where = f"on {feed.vcpus_per_node} vCPUs per node (more --loader-workers cannot help)"
     bound = "adds" if feed.shared_cores else "bounds the step: the devices wait"
     return (
         f"input pipeline: decoding and augmenting {global_batch} images of {feed.pixels:,.0f} pixels {where} "

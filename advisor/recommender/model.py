@@ -32,6 +32,7 @@ class Constraints(BaseModel):
     global_batch: int | None = Field(None, ge=1)
     checkpoint_every_s: float | None = Field(None, ge=0, description="None: the catalog's default; 0: at the end")
     eval_share: float | None = Field(None, ge=0, lt=1, description="None: the catalog's default")
+    loader_workers: int | None = Field(None, ge=1, description="image-decoding processes per device; None: all vCPUs")
 
 
 class Option(BaseModel):

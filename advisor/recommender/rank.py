@@ -127,7 +127,9 @@ def run_of(profile: Profile, catalog: Catalog, cand: Candidate, setup, found: Fo
         global_batch=global_batch,
     )
     step = float(found.step[i])
-    feed = input_pipeline(profile, runtime_of(catalog), setup.device, cand.instance, config, global_batch, step)
+    feed = input_pipeline(
+        profile, runtime_of(catalog), setup.device, cand.instance, config, global_batch, step, run.loader_workers
+    )
     wait = feed.wait_s if feed is not None else 0.0
     steps = steps_for(profile, workload, global_batch)
     costs = run_costs(profile, catalog, setup.device, cand.instance, config, steps * (step + wait), run)
@@ -167,7 +169,10 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
         rejections.add(reason, example, n=configurations * weight)
 
     gb = resolve_global_batch(profile, constraints.global_batch)
-    run = RunOptions(checkpoint_every_s=constraints.checkpoint_every_s, eval_share=constraints.eval_share)
+    run = RunOptions(
+        checkpoint_every_s=constraints.checkpoint_every_s, eval_share=constraints.eval_share,
+        loader_workers=constraints.loader_workers,
+    )  # fmt: skip
     cache: dict = {}
     cands: list[Candidate] = []
     setups, counts = [], []

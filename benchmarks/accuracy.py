@@ -129,8 +129,12 @@ def calibrate(path: Path) -> tuple[float, list[str]]:
 
 def measure(path: Path, batch: int, threads: int) -> dict[str, float]:
     """Real fp32 steps: 3 warm-up, then 7 timed; one thread: the median per phase on the process's CPU clock
-    (time slices lost to other processes do not count); more threads: the wall clock, each phase's fastest."""
+    (time slices lost to other processes do not count); more threads: the wall clock, each phase's fastest.
+    Also "faults": the median bytes per timed step the OS faulted in (advisor validate's page-fault note)."""
+    import mmap
+
     from advisor.profiler.model_file import load_model_file
+    from advisor.profiler.profile import minor_faults
     from advisor.profiler.step import build, forward_loss
 
     now = time.process_time if threads == 1 else time.perf_counter
@@ -138,7 +142,9 @@ def measure(path: Path, batch: int, threads: int) -> dict[str, float]:
     mf = load_model_file(path)
     model, data, opt, _ = build(mf, "cpu", batch, "fp32", None)
     phases: list[tuple[float, float, float]] = []
+    faults: list[int] = []
     for i in range(10):
+        f0 = minor_faults() or 0
         opt.zero_grad(set_to_none=True)
         t0 = now()
         loss = forward_loss(mf, model, data)
@@ -149,7 +155,9 @@ def measure(path: Path, batch: int, threads: int) -> dict[str, float]:
         t3 = now()
         if i >= 3:
             phases.append((t1 - t0, t2 - t1, t3 - t2))
-    return {p: pick(x[i] for x in phases) for i, p in enumerate(PHASES)}
+            faults.append((minor_faults() or 0) - f0)
+    out = {p: pick(x[i] for x in phases) for i, p in enumerate(PHASES)}
+    return {**out, "faults": statistics.median(faults) * mmap.PAGESIZE}
 
 
 def run_threads(threads: int, cases, profiles: dict, reuse: Path | None) -> tuple[list[dict], dict]:
@@ -175,6 +183,7 @@ def run_threads(threads: int, cases, profiles: dict, reuse: Path | None) -> tupl
         prof = profiles[(name, batch)]
         before = load()
         t = measure(path, batch, threads)
+        fault_bytes = t.pop("faults")
         measured = sum(t.values())
         cal = api.estimate(prof, "local-cpu", precision="fp32", micro_batch=batch, cat=cat)
         ds = api.estimate(prof, "datasheet-local-cpu", precision="fp32", micro_batch=batch, cat=cat)
@@ -190,6 +199,7 @@ def run_threads(threads: int, cases, profiles: dict, reuse: Path | None) -> tupl
             "calibrated_s": cal.step_time_s,
             **{f"calibrated_{p}_s": cal.phases[p].seconds for p in PHASES},
             "datasheet_s": ds.step_time_s,
+            "page_fault_mb": fault_bytes / 1e6,
         }
         row["calibrated_error"] = (row["calibrated_s"] - measured) / measured
         row["datasheet_error"] = (row["datasheet_s"] - measured) / measured
@@ -197,7 +207,8 @@ def run_threads(threads: int, cases, profiles: dict, reuse: Path | None) -> tupl
         print(
             f"{threads}t {split:6s} {name:11s} b={batch:4d} load {before:4.1f} measured {measured * 1e3:8.1f} ms  "
             f"calibrated {cal.step_time_s * 1e3:8.1f} ms ({row['calibrated_error']:+.0%})  datasheet "
-            f"{ds.step_time_s * 1e3:8.1f} ms ({row['datasheet_error']:+.0%})  phases m/p "
+            f"{ds.step_time_s * 1e3:8.1f} ms ({row['datasheet_error']:+.0%})  faults {fault_bytes / 1e6:.0f} MB  "
+            "phases m/p "
             + " ".join(f"{row[f'measured_{p}_s'] * 1e3:.1f}/{row[f'calibrated_{p}_s'] * 1e3:.1f}" for p in PHASES),
             file=sys.stderr,
         )
@@ -212,14 +223,14 @@ def summary(rows: list[dict], key: str) -> tuple[float, float]:
 
 def table(rows: list[dict]) -> list[str]:
     lines = [
-        "| set | model | batch | load | measured | calibrated | error | datasheet | error |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| set | model | batch | load | measured | page faults | calibrated | error | datasheet | error |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['set']} | {r['model']} | {r['batch']} | {r['load']:.1f} | {r['measured_s'] * 1e3:.1f} ms | "
-            f"{r['calibrated_s'] * 1e3:.1f} ms | {r['calibrated_error']:+.0%} | {r['datasheet_s'] * 1e3:.1f} ms | "
-            f"{r['datasheet_error']:+.0%} |"
+            f"{r['page_fault_mb']:.0f} MB | {r['calibrated_s'] * 1e3:.1f} ms | {r['calibrated_error']:+.0%} | "
+            f"{r['datasheet_s'] * 1e3:.1f} ms | {r['datasheet_error']:+.0%} |"
         )
     return lines
 

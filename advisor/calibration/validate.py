@@ -3,9 +3,11 @@ same step on its calibrated catalog entry (local-cpu, local-<gpu>)."""
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import Callable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from advisor.errors import UserError
 
@@ -26,6 +28,49 @@ class Validation(BaseModel):
     precision: str
     threads: int | None
     rows: list[Row]
+    page_fault_bytes: float | None = Field(
+        None, description="memory faulted in from the OS per measured step (CPU); None where not measured"
+    )
+    page_fault_s: float | None = Field(
+        None, description="what those faults cost at this machine's measured first-touch rate; not estimated"
+    )
+    notes: list[str] = []
+
+
+FAULT_NOTE_SHARE = 0.05  # page faults worth a note: 5 % of the measured step or more
+
+
+def first_touch_s_per_byte(size: int = 64 << 20, repeats: int = 5) -> float:
+    """Seconds per byte the OS takes to hand out fresh memory, measured: filling a new tensor of `size` bytes
+    (above glibc's 32 MiB ceiling for reusing freed blocks, so its pages are new each time) less filling one
+    already mapped. About 0 with an allocator that keeps its memory."""
+    import torch
+
+    n = size // 4
+    kept = torch.empty(n)
+    kept.fill_(0.0)
+    fresh, warm = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        new = torch.empty(n)
+        new.fill_(1.0)
+        t1 = time.perf_counter()
+        del new
+        t2 = time.perf_counter()
+        kept.fill_(1.0)
+        fresh.append(t1 - t0)
+        warm.append(time.perf_counter() - t2)
+    return max(0.0, (statistics.median(fresh) - statistics.median(warm)) / size)
+
+
+def fault_note(fault_bytes: float, fault_s: float, step_s: float) -> str:
+    return (
+        f"page faults: {fault_bytes / 1e6:,.0f} MB per step came back from the OS, about "
+        f"{fault_s * 1e3:.3g} ms ({fault_s / step_s:.0%} of the measured step), which the estimate leaves out: "
+        "the allocator (glibc malloc) returns freed memory to the OS and the next step faults it in again. "
+        "MALLOC_MMAP_THRESHOLD_=4294967295 MALLOC_TRIM_THRESHOLD_=4294967295 in the environment keep it "
+        "(both: the trim threshold alone makes it worse), as does a caching allocator (jemalloc, tcmalloc)"
+    )
 
 
 def calibrated_id(catalog, device: str) -> str:
@@ -85,6 +130,12 @@ def validate(
     t = prof.timing
     measured = {"forward": t.forward_s, "backward": t.backward_s, "optimizer": t.optimizer_s}
     predicted = {p: est.phases[p].seconds for p in PHASES}
+    fault_s, notes = None, []
+    if t.page_fault_bytes is not None:
+        fault_s = t.page_fault_bytes * first_touch_s_per_byte()
+        step = sum(measured.values())
+        if step > 0 and fault_s >= FAULT_NOTE_SHARE * step:
+            notes.append(fault_note(t.page_fault_bytes, fault_s, step))
     return Validation(
         model=prof.name,
         device=ident,
@@ -92,4 +143,7 @@ def validate(
         precision=precision,
         threads=torch.get_num_threads() if dev == "cpu" else None,
         rows=rows(measured, predicted),
+        page_fault_bytes=t.page_fault_bytes,
+        page_fault_s=fault_s,
+        notes=notes,
     )

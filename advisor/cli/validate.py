@@ -42,7 +42,10 @@ def _table(v) -> None:
         t.add_column(col, justify="left" if col == "phase" else "right")
     for r in v.rows:
         t.add_row(r.phase, units.fmt_duration(r.measured_s), units.fmt_duration(r.predicted_s), f"{r.error:+.1%}")
-    Console().print(t)
+    console = Console()
+    console.print(t)
+    for line in v.notes:
+        console.print(f"note: {line}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ each op is stored proportional to the batch (forward, backward) or constant (opt
 
 from __future__ import annotations
 
+import mmap
 import statistics
 import time
 from collections.abc import Callable
@@ -206,11 +207,14 @@ def time_steps(
     low = low_dtype(precision)
     model, batch, opt, _ = build(mf, device, batch_size, precision, optimizer)
     phases: list[tuple[float, float, float]] = []
+    faults: list[int] = []
+    count_faults = minor_faults if device == "cpu" else lambda: None
     # one CPU thread: the process's CPU clock, which other processes on a shared machine cannot inflate (as
     # advisor calibrate times); otherwise the wall clock
     clock = time.process_time if device == "cpu" and torch.get_num_threads() == 1 else time.perf_counter
     with matmul_precision(precision, device):
         for i in range(warmup + repeats):
+            f0 = count_faults()
             opt.zero_grad(set_to_none=True)
             sync()
             t0 = clock()
@@ -227,6 +231,8 @@ def time_steps(
             t3 = clock()
             if i >= warmup:
                 phases.append((t1 - t0, t2 - t1, t3 - t2))
+                if f0 is not None:
+                    faults.append(count_faults() - f0)
     name = torch.cuda.get_device_name() if device == "cuda" else cpu_name()
     return Timing(
         device_name=name,
@@ -238,7 +244,17 @@ def time_steps(
         forward_s=statistics.median(p[0] for p in phases),
         backward_s=statistics.median(p[1] for p in phases),
         optimizer_s=statistics.median(p[2] for p in phases),
+        page_fault_bytes=statistics.median(faults) * mmap.PAGESIZE if faults else None,
     )
+
+
+def minor_faults() -> int | None:
+    """This process's minor page faults so far (None where getrusage is missing: Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def profile_model(

@@ -188,6 +188,11 @@ class Timing(Strict):
     forward_s: NonNegative | None = None
     backward_s: NonNegative | None = None
     optimizer_s: NonNegative | None = None
+    page_fault_bytes: NonNegative | None = Field(
+        None,
+        description="memory the OS had to fault in per timed step (median of minor page faults × page size; "
+        "CPU runs on systems with getrusage): memory the allocator returned and took back, not in the estimate",
+    )
 
 
 class ModelSource(Strict):

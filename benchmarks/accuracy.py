@@ -132,8 +132,9 @@ def calibrate(path: Path) -> tuple[float, list[str]]:
 
 def measure(path: Path, batch: int, threads: int) -> dict[str, float]:
     """measure_here in a fresh Python process, as a user's training or `advisor validate` starts: in this
-    long-lived one, the calibration's large buffers have already raised glibc's malloc thresholds, and a model
-    whose step frees and retakes tens of MB (the recommender) faults far less here than it would there."""
+    long-lived one, what a step faults in depends on what ran before it (glibc malloc's thresholds for handing
+    freed memory back to the OS grow with the blocks already freed); one in-process run measured the
+    recommender at 0 MB per step, fresh processes at 38-51 MB."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", str(path), str(batch), str(threads)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:

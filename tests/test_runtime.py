@@ -205,5 +205,7 @@ def test_recommend_ranks_with_the_users_loader_workers():
     assert rec.options and all(o.input_bound for o in rec.options)
     for o in rec.options:
         assert o.step_time_s == pytest.approx(1024 / (rate * o.devices_per_node * o.nodes), rel=1e-6)
+    # the answer's assumptions are estimated with the same workers, so they say what holds it back
+    assert any("--loader-workers 1" in a and "bounds the step" in a for a in rec.assumptions)
     free = recommend(prof, cat, Workload(steps=1000), Constraints(**ask), top=5)
     assert not any(o.input_bound for o in free.options)

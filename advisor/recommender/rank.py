@@ -169,10 +169,7 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
         rejections.add(reason, example, n=configurations * weight)
 
     gb = resolve_global_batch(profile, constraints.global_batch)
-    run = RunOptions(
-        checkpoint_every_s=constraints.checkpoint_every_s, eval_share=constraints.eval_share,
-        loader_workers=constraints.loader_workers,
-    )  # fmt: skip
+    run = run_options(constraints)
     cache: dict = {}
     cands: list[Candidate] = []
     setups, counts = [], []
@@ -257,8 +254,19 @@ def evaluate(profile: Profile, catalog: Catalog, workload: Workload, constraints
     return feasible, rejections, found.layouts, closest
 
 
-def assumptions_for(profile: Profile, catalog: Catalog, options, workload: Workload) -> list[str]:  # noqa: D103
-    """What the estimate of each shown option assumes: `estimate()` itself, on the option's layout."""
+def run_options(constraints: Constraints) -> RunOptions:
+    """The run-level settings of the question (checkpoints, evaluation, the input pipeline's workers)."""
+    return RunOptions(
+        checkpoint_every_s=constraints.checkpoint_every_s, eval_share=constraints.eval_share,
+        loader_workers=constraints.loader_workers,
+    )  # fmt: skip
+
+
+def assumptions_for(  # noqa: D103
+    profile: Profile, catalog: Catalog, options, workload: Workload, run: RunOptions | None = None
+) -> list[str]:
+    """What the estimate of each shown option assumes: `estimate()` itself, on the option's layout, with the
+    question's run settings (so an input-bound option says what bounds it)."""
     seen: dict[str, None] = {}
     for o in options:
         config = Config(
@@ -271,7 +279,7 @@ def assumptions_for(profile: Profile, catalog: Catalog, options, workload: Workl
             micro_batch=o.micro_batch,
             global_batch=o.global_batch,
         )
-        for line in estimate(profile, catalog, config, workload).assumptions:
+        for line in estimate(profile, catalog, config, workload, run=run).assumptions:
             seen.setdefault(line, None)
     return list(seen)
 
@@ -301,7 +309,7 @@ def recommend(
     front = [row.to_option() for row in front]
     explanation = None if qualifying else explain(feasible, constraints, rejections, closest)
     described = shown[:1] or [o for o in (explanation.fastest, explanation.cheapest) if o is not None][:1]
-    assumptions = assumptions_for(profile, catalog, described, workload)
+    assumptions = assumptions_for(profile, catalog, described, workload, run_options(constraints))
     oldest, newest = catalog.as_of_range()
     gb = resolve_global_batch(profile, constraints.global_batch)
     return Recommendation(

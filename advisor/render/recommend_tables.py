@@ -74,7 +74,10 @@ def print_options(options, title: str, wide: bool = False) -> None:
     if "fixed" in shown:
         notes.append("fixed: start-up (provisioning, setup, initialisation), checkpoint writes and evaluation")
     if any(o.input_bound for o in options):
-        notes.append("(input): the host's image decoding holds the devices back (see the assumptions)")
+        notes.append(
+            "(input): the host's image decoding holds the devices back: more --loader-workers or vCPUs would help "
+            "(--format yaml lists the assumptions)"
+        )
     old = old_price_note([o.price_as_of for o in options])
     if old:
         notes.append(old)

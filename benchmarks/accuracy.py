@@ -146,12 +146,10 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
     """Real fp32 steps: 3 warm-up, then 7 timed; one thread: the median per phase on the process's CPU clock
     (time slices lost to other processes do not count); more threads: the wall clock, each phase's fastest.
     Also "faults": the median bytes per timed step the OS faulted in (advisor validate's page-fault note)."""
-    import mmap
-
     import torch
 
     from advisor.profiler.model_file import load_model_file
-    from advisor.profiler.profile import minor_faults
+    from advisor.profiler.profile import fault_bytes, minor_faults
     from advisor.profiler.step import build, forward_loss
 
     torch.set_num_threads(threads)
@@ -175,7 +173,7 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
             phases.append((t1 - t0, t2 - t1, t3 - t2))
             faults.append((minor_faults() or 0) - f0)
     out = {p: pick(x[i] for x in phases) for i, p in enumerate(PHASES)}
-    return {**out, "faults": statistics.median(faults) * mmap.PAGESIZE}
+    return {**out, "faults": fault_bytes(faults) or 0.0}
 
 
 def run_threads(threads: int, cases, profiles: dict, reuse: Path | None) -> tuple[list[dict], dict]:

@@ -132,7 +132,8 @@ def validate(
     predicted = {p: est.phases[p].seconds for p in PHASES}
     fault_s, notes = None, []
     if t.page_fault_bytes is not None:
-        fault_s = t.page_fault_bytes * first_touch_s_per_byte()
+        # the first-touch benchmark (about 0.2 s) only when there is something to price
+        fault_s = t.page_fault_bytes * first_touch_s_per_byte() if t.page_fault_bytes > 0 else 0.0
         step = sum(measured.values())
         if step > 0 and fault_s >= FAULT_NOTE_SHARE * step:
             notes.append(fault_note(t.page_fault_bytes, fault_s, step))

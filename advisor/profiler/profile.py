@@ -244,8 +244,13 @@ def time_steps(
         forward_s=statistics.median(p[0] for p in phases),
         backward_s=statistics.median(p[1] for p in phases),
         optimizer_s=statistics.median(p[2] for p in phases),
-        page_fault_bytes=statistics.median(faults) * mmap.PAGESIZE if faults else None,
+        page_fault_bytes=fault_bytes(faults),
     )
+
+
+def fault_bytes(counts: list[int]) -> float | None:
+    """Bytes per step from minor page-fault counts per step: the median count × the page size (None: no counts)."""
+    return statistics.median(counts) * mmap.PAGESIZE if counts else None
 
 
 def minor_faults() -> int | None:

@@ -19,9 +19,13 @@ that the top of the matrix curve stays at or below the best-shape matmul measure
 `benchmarks/large_scale.py --fit` fits its GEMM scale on both tuning sets together (`joint_families`).
 
 The loss is the mean squared log error of the family's tuning rows plus a pull toward the sourced starting
-point (PRIOR x the squared log of each scale), so a family with few rows stays near its sources. The figures
-are printed with the errors before and after; they are copied into catalog/efficiency.yaml by hand, each with
-a note naming this script and the rows (benchmarks/results/fit-gpu.txt keeps the last output).
+point (the squared log of each scale), weighted as a Bayesian prior: a sourced figure is taken as known to
+about +-30 % (PRIOR_SD, in log terms) and a published row as scattered about +-10 % around the truth (ROW_SD),
+so the pull weighs (ROW_SD / PRIOR_SD)^2 / rows against the mean: a family with few rows stays near its
+sources, one with many follows its rows. (Until 2026-12-03 the pull had a fixed weight of 0.05 whatever the
+row count, 9 times this one at 20 rows: it held Hopper's conv_scale at 0.9 where its 20 rows want 0.6.)
+The figures are printed with the errors before and after; they are copied into catalog/efficiency.yaml by hand,
+each with a note naming this script and the rows (benchmarks/results/fit-gpu.txt keeps the last output).
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-PRIOR = 0.05
+PRIOR_SD = 0.3  # log-scale spread of a sourced efficiency figure
+ROW_SD = 0.1  # log-scale scatter of a published row around what advisor can model
 MIN_ROWS = 8  # a family with fewer tuning rows borrows the figures of BORROW's family
 BORROW = {"nvidia-ada": "nvidia-ampere", "nvidia-blackwell": "nvidia-hopper", "nvidia-turing": "nvidia-volta"}
 GRIDS = {
@@ -87,7 +92,7 @@ def errors(rows, cat, family: str, params: dict) -> list[float]:
 
 def loss(errs: list[float], params: dict, start_host: float) -> float:
     pull = sum(math.log(params[k] / START[k]) ** 2 for k in START) + math.log(params["host_op_s"] / start_host) ** 2
-    return statistics.mean(e * e for e in errs) + PRIOR * pull
+    return statistics.mean(e * e for e in errs) + (ROW_SD / PRIOR_SD) ** 2 / len(errs) * pull
 
 
 def fit(rows, cat, family: str, fixed: set[str] = frozenset()) -> tuple[dict, list[float], list[float]]:

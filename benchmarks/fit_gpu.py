@@ -24,6 +24,9 @@ about +-30 % (PRIOR_SD, in log terms) and a published row as scattered about +-1
 so the pull weighs (ROW_SD / PRIOR_SD)^2 / rows against the mean: a family with few rows stays near its
 sources, one with many follows its rows. (Until 2026-12-03 the pull had a fixed weight of 0.05 whatever the
 row count, 9 times this one at 20 rows: it held Hopper's conv_scale at 0.9 where its 20 rows want 0.6.)
+A family with fewer than MIN_ROWS tuning rows takes the figures of its lender (BORROW); one with more fits its own,
+and for a family that has a lender the pull points at the lender's conv_scale (what its rows may not show: the
+Blackwell rows have no convolution). Until the same date the bar was 8 rows, and Ada and Blackwell borrowed.
 The figures are printed with the errors before and after; they are copied into catalog/efficiency.yaml by hand,
 each with a note naming this script and the rows (benchmarks/results/fit-gpu.txt keeps the last output).
 """
@@ -42,7 +45,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 PRIOR_SD = 0.3  # log-scale spread of a sourced efficiency figure
 ROW_SD = 0.1  # log-scale scatter of a published row around what advisor can model
-MIN_ROWS = 8  # a family with fewer tuning rows borrows the figures of BORROW's family
+MIN_ROWS = 2  # a family with fewer tuning rows borrows the figures of BORROW's family
 BORROW = {"nvidia-ada": "nvidia-ampere", "nvidia-blackwell": "nvidia-hopper", "nvidia-turing": "nvidia-volta"}
 GRIDS = {
     "memory_scale": [0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 1.0, 1.1],
@@ -50,7 +53,6 @@ GRIDS = {
     "conv_scale": [0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 1.0, 1.1, 1.2],
     "host_op_s": [4e-6, 6e-6, 8e-6, 10e-6, 12e-6, 15e-6, 20e-6, 25e-6],
 }
-START = {"memory_scale": 1.0, "gemm_scale": 1.0, "conv_scale": 1.0}
 # Best-shape matmul as a share of the dense peak (MAMF, stas00/ml-engineering compute/accelerator/README.md):
 # A100 SXM 86.9 %, H100 SXM 80.3 %, B200 77.6 %; no entry for V100 and Ada: Ampere's figure.
 GEMM_CEILING = {"nvidia-hopper": 0.803, "nvidia-blackwell": 0.776}
@@ -90,16 +92,26 @@ def errors(rows, cat, family: str, params: dict) -> list[float]:
     return out
 
 
-def loss(errs: list[float], params: dict, start_host: float) -> float:
-    pull = sum(math.log(params[k] / START[k]) ** 2 for k in START) + math.log(params["host_op_s"] / start_host) ** 2
+def loss(errs: list[float], params: dict, start: dict) -> float:
+    pull = sum(math.log(params[k] / start[k]) ** 2 for k in start)
     return statistics.mean(e * e for e in errs) + (ROW_SD / PRIOR_SD) ** 2 / len(errs) * pull
 
 
+def starting_point(cat, family: str) -> dict:
+    """Where the pull points: the catalog's curves as they stand, convolutions as fast as GEMMs of their FLOPs
+    (no source says otherwise), and for a family that could borrow, its lender's conv_scale (the closest
+    measured figure for what the family's own rows may not show: Blackwell's have no convolution)."""
+    eff = cat.efficiency[family]
+    lender = cat.efficiency.get(BORROW.get(family, ""))
+    conv = (lender.conv_scale if lender is not None else None) or 1.0
+    return {"memory_scale": 1.0, "gemm_scale": 1.0, "conv_scale": conv, "host_op_s": eff.host_op_s or 12e-6}
+
+
 def fit(rows, cat, family: str, fixed: set[str] = frozenset()) -> tuple[dict, list[float], list[float]]:
-    start_host = cat.efficiency[family].host_op_s or 12e-6
-    params = {**START, "host_op_s": start_host}
+    start = starting_point(cat, family)
+    params = dict(start)
     before = errors(rows, cat, family, params)
-    best = loss(before, params, start_host)
+    best = loss(before, params, start)
     top = cat.efficiency[family].matrix[-1].efficiency
     ceiling = GEMM_CEILING.get(family, DEFAULT_CEILING) / top
     for _ in range(3):
@@ -108,7 +120,7 @@ def fit(rows, cat, family: str, fixed: set[str] = frozenset()) -> tuple[dict, li
                 if name == "gemm_scale" and value > ceiling + 1e-9:
                     continue
                 trial = {**params, name: value}
-                value_loss = loss(errors(rows, cat, family, trial), trial, start_host)
+                value_loss = loss(errors(rows, cat, family, trial), trial, start)
                 if value_loss < best - 1e-9:
                     best, params = value_loss, trial
     return params, before, errors(rows, cat, family, params)
@@ -136,15 +148,17 @@ def tuning_rows(cat, data: Path | None = None, models: Path | None = None) -> di
     return by_family
 
 
-def joint_families(cat) -> set[str]:
+def joint_families(cat, by_family: dict[str, list]) -> set[str]:
     """Families whose GEMM scale benchmarks/large_scale.py --fit fits on both tuning sets (its large-scale tuning
-    rows and these), with the families that borrow their figures: this fit leaves their gemm_scale at 1."""
+    rows and these), with the families that borrow their figures (fewer than MIN_ROWS rows here): this fit leaves
+    their gemm_scale at 1."""
     import large_scale
 
     from advisor.io import read_yaml
 
     own = {cat.devices[r["hardware"]].efficiency for r in read_yaml(large_scale.DATA)["rows"] if r["set"] == "tuning"}
-    return own | {family for family, lender in BORROW.items() if lender in own}
+    borrowers = {f for f, lender in BORROW.items() if lender in own and len(by_family.get(f, ())) < MIN_ROWS}
+    return own | borrowers
 
 
 def main() -> None:
@@ -159,7 +173,7 @@ def main() -> None:
 
     cat = api.catalog()
     by_family = tuning_rows(cat, args.data, args.models)
-    joint = joint_families(cat)
+    joint = joint_families(cat, by_family)
     wanted = set(args.families.split(",")) if args.families else set(by_family)
     for family in sorted(wanted & set(by_family)):
         rows = by_family[family]

@@ -20,7 +20,9 @@ def _table() -> dict[str, dict[str, float]]:
     size: dict[str, float] = {}
     bandwidth: dict[str, float] = {}
     flops: dict[str, float] = {}
+    frequency: dict[str, float] = {}
     for p, f in _SI.items():
+        frequency[f"{p}Hz"] = f
         size[f"{p}B"] = f
         bandwidth[f"{p}B/s"] = f
         bandwidth[f"{p}bit/s"] = f / 8
@@ -61,6 +63,7 @@ def _table() -> dict[str, dict[str, float]]:
         "size": size,
         "bandwidth": bandwidth,
         "flops": flops,
+        "frequency": frequency,
         "duration": duration,
         "count": count,
         "money": {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6},
@@ -72,6 +75,7 @@ EXAMPLES = {
     "size": "'80 GB' or '24 GiB'",
     "bandwidth": "'3.35 TB/s' or '400 Gbps'",
     "flops": "'989 TFLOPS'",
+    "frequency": "'1410 MHz' or '1.98 GHz'",
     "duration": "'90m', '36h', '2d' or '1w'",
     "count": "'1.28M' or '10B'",
     "money": "'$500' or '$1.5k'",

@@ -109,6 +109,17 @@ def test_datasheet_figures(catalog, device, field, expected):
     assert value == pytest.approx(expected, rel=0.01)
 
 
+def test_boost_clocks_agree_with_the_vector_peaks(catalog):
+    """A datasheet's FP32 peak is SMs x CUDA cores per SM x 2 x boost clock: 64 cores per SM on Volta, Turing and
+    GA100 (A100 40GB: 108 x 64 x 2 x 1.41 GHz = 19.5 TFLOPS), 128 on GA10x, Ada, Hopper and Blackwell (H100 SXM:
+    132 x 128 x 2 x 1.98 GHz = 66.9 TFLOPS), so every clock recovers one of the two core counts within 1.5 %."""
+    clocked = [d for d in catalog.devices.values() if d.boost_clock]
+    assert len(clocked) >= 25
+    for dev in clocked:
+        cores = dev.vector_flops.fp32 / (2 * dev.sm_count * dev.boost_clock)
+        assert min(abs(cores / 64 - 1), abs(cores / 128 - 1)) < 0.015, (dev.id, cores)
+
+
 def test_no_bf16_on_volta_and_turing(catalog):
     for dev_id in ("v100-sxm2-32gb", "t4"):
         assert "bf16" not in catalog.devices[dev_id].dtypes()

@@ -204,6 +204,35 @@ def test_wave_quantization_over_the_multiprocessors():
     assert kernels.wave_efficiency(full, gpu, eff, 2.0 * 1408 * 512 * 1280) == pytest.approx(0.55)
 
 
+def test_unaligned_16bit_gemms_run_at_the_element_wise_kernels_rate():
+    gpu = CPU.model_copy(
+        update={"kind": "gpu", "sm_count": 100, "boost_clock": 2e9, "matrix_flops": CPU.matrix_flops.model_copy(
+            update={"fp16": 1e15})}
+    )  # fmt: skip
+    eff = with_(tensor_core_channels=8, unaligned_gemm_flops_per_clock=345)
+    # Transformer-XL's output layer: 267,735 words is not a multiple of 8, in the forward GEMM (its N), the
+    # input gradient (its K) and the weight gradient (its M: the transposed incoming gradient's rows)
+    forward = record(op="aten.addmm", dtype="fp16", shapes="[267735], [1536, 512], [512, 267735]")
+    grad_in = record(dtype="fp16", shapes="[1536, 267735], [267735, 512]")
+    grad_w = record(dtype="fp16", shapes="[267735, 1536], [1536, 512]")
+    assert all(kernels.gemm_unaligned(op, eff, "fp16") for op in (forward, grad_in, grad_w))
+    padded = record(dtype="fp16", shapes="[1536, 512], [512, 30528]")  # BERT's vocabulary padded to 30528
+    assert not kernels.gemm_unaligned(padded, eff, "fp16")
+    assert not kernels.gemm_unaligned(forward, eff, "fp32")  # fp32 and tf32: no measurement, no limit
+    # attention scores over ViT's 197 tokens are off the grid; 192 tokens are not
+    assert kernels.gemm_unaligned(record(op="aten.bmm", shapes="[96, 197, 64], [96, 64, 197]"), eff, "bf16")
+    assert not kernels.gemm_unaligned(record(op="aten.bmm", shapes="[96, 192, 64], [96, 64, 192]"), eff, "bf16")
+    assert not kernels.gemm_unaligned(forward, with_(tensor_core_channels=8), "fp16")  # a family without the figure
+    # at most 345 FLOPs x 100 SMs x 2 GHz = 6.9e13 FLOP/s; a device without a clock has no limit
+    assert kernels.unaligned_cap(gpu, eff) == pytest.approx(6.9e13)
+    assert kernels.unaligned_cap(gpu.model_copy(update={"boost_clock": None}), eff) == 0.0
+    # 6.9e10 FLOPs: 1 ms at the limit, against 6.9e10 / (1e15 x 0.5) = 0.138 ms aligned; + 10 µs overhead
+    big = forward.model_copy(update={"flops": Linear(fixed=6.9e10)})
+    assert profile_op_time(big, gpu, eff, "fp16", "fp16", 1).seconds == pytest.approx(1.01e-3)
+    aligned = padded.model_copy(update={"flops": Linear(fixed=6.9e10)})
+    assert profile_op_time(aligned, gpu, eff, "fp16", "fp16", 1).seconds == pytest.approx(0.148e-3)
+
+
 def lstm(rows=4.0) -> RnnCall:
     return RnnCall(
         module="rnn",

@@ -23,7 +23,11 @@ def test_gpt2_on_10b_tokens_in_3_days_is_one_node_for_hours(gpt2):
     # llm.c's GPT-2 124M reproduction trained 10B tokens on one 8 x A100 node in about 90 minutes
     assert best.nodes == 1 and best.devices <= 8 and not best.owned and best.provider != "onprem"
     assert 3600 <= best.total_time_s <= 3 * DAY
-    assert all(o.nodes == 1 for o in gpt2.options)  # nothing in the top 10 rents a cluster
+    # nothing in the top 10 rents a cluster: at most one option spans two nodes, none more. GPT-2's 50,257-word
+    # head runs on cuBLAS's slow unaligned kernels on NVIDIA GPUs (advisor: about 1.3-1.4x the step of a padded
+    # 50,304, the reason nanoGPT and llm.c pad it), not on a TPU, whose compiler pads it, so two v6e-8 (16 chips,
+    # under an hour, 8 % dearer than one v6e-8 in 1.7 h) now rank ninth
+    assert all(o.nodes <= 2 for o in gpt2.options) and sum(o.nodes == 2 for o in gpt2.options) <= 1
 
 
 def test_every_option_trains_at_the_recipes_global_batch(gpt2):

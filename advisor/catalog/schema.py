@@ -36,6 +36,7 @@ def _quantity(kind: str, low: float, high: float):
 Bytes = _quantity("size", 1e6, 1e15)  # 1 MB .. 1 PB
 Bandwidth = _quantity("bandwidth", 1e6, 1e15)  # 1 MB/s .. 1 PB/s
 FlopRate = _quantity("flops", 1e6, 1e18)  # 1 MFLOP/s .. 1 EFLOP/s per device
+Frequency = _quantity("frequency", 1e8, 1e10)  # 100 MHz .. 10 GHz
 Duration = _quantity("duration", 1e-9, 3.2e7)  # 1 ns .. a year
 Seconds = _quantity("duration", 0.0, 3.2e7)  # 0 .. a year: a fixed cost that may be nothing
 ReserveBytes = _quantity("size", 0.0, 1e13)  # 0 .. 10 TB: memory a framework holds besides tensors
@@ -89,6 +90,9 @@ class Device(Strict):
     cores: int | None = Field(None, gt=0, le=4096, description="CPU cores per socket (CPUs only)")
     threads_per_core: int | None = Field(None, ge=1, le=8, description="CPUs only")
     sm_count: int | None = Field(None, gt=0, le=1024, description="GPU streaming multiprocessors")
+    boost_clock: Frequency | None = Field(
+        None, description="GPUs: the datasheet's boost clock, for kernels limited per multiprocessor and clock"
+    )
     tensorcores_per_chip: int | None = Field(
         None, ge=1, le=16, description="TPUs: TensorCores per chip (slice names count cores for v2-v4 and v5p)"
     )
@@ -262,6 +266,14 @@ class Efficiency(Strict):
         "convolution kernels, for wave quantization over the device's sm_count",
     )
     tiles_per_sm: int | None = Field(None, ge=1, le=64, description="tiles one multiprocessor runs at once")
+    unaligned_gemm_flops_per_clock: float | None = Field(
+        None,
+        gt=0,
+        le=1e5,
+        description="FLOPs per multiprocessor and clock of a 16-bit GEMM with a dimension that is not a multiple "
+        "of tensor_core_channels (16 bytes): the library falls back to tensor-core kernels that load element by "
+        "element (CUTLASS align1/align2), so the GEMM runs at most this x sm_count x boost_clock",
+    )
     fused_rnn: list[str] = Field(
         [],
         description="recurrent modes (LSTM, GRU, RNN_TANH, RNN_RELU) the family's library runs as fused "

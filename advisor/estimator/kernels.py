@@ -11,6 +11,10 @@ a profile record (op, shapes, layout) into adjustments of its roofline time, per
   (`nchw_transpose`): its input and output cross memory once more each way.
 - Wave quantization: a GEMM or implicit-GEMM convolution runs as ceil(M/tm)·ceil(N/tn) output tiles over
   `sm_count` multiprocessors; the last, partial wave costs a full one.
+- Alignment: a 16-bit GEMM whose dimensions are not all multiples of `tensor_core_channels` (16 bytes) cannot
+  use the vectorized tensor-core kernels; the library falls back to ones that load element by element
+  (CUTLASS align1/align2), which run at about `unaligned_gemm_flops_per_clock` per multiprocessor and clock
+  on any generation, far below a Hopper's or an A100's aligned rate (a 267,735-word output layer).
 The shapes come from the profile record's `shapes` (taken at the profile's batch size); the batch dimension
 grows with the FLOPs when the estimate is for another micro-batch.
 """
@@ -140,6 +144,35 @@ def transpose_bytes(op: OpRecord, eff: Efficiency, dtype: str, batch_scale: floa
     if op.op == CONV_BACKWARD:  # the incoming gradient in, the input gradient out, the saved input again
         return 2 * width * (out + 2 * activations) * op.count
     return 2 * width * (activations + out) * op.count
+
+
+def gemm_unaligned(op: OpRecord, eff: Efficiency, dtype: str) -> bool:
+    """Whether a 16-bit GEMM record has a dimension (M, K or N of its operands' shapes) that is not a multiple
+    of `channel_multiple`: one of its operands or its output then has a row length off the 16-byte grid. M
+    counts too, as it is the contiguous dimension of a transposed operand (a weight gradient's incoming
+    gradient); a token count that happens to be odd at the profile's batch makes a forward GEMM count as
+    unaligned although its operands are not (rare: batches and sequence lengths are even)."""
+    if dtype not in ("fp16", "bf16") or not eff.unaligned_gemm_flops_per_clock:
+        return False
+    multiple = channel_multiple(eff, dtype)
+    if not multiple:
+        return False
+    shapes = parse_shapes(op.shapes)
+    if op.op in GEMM_2D and len(shapes) >= 2 and len(shapes[-2]) == 2 and len(shapes[-1]) == 2:
+        dims = (*shapes[-2], shapes[-1][1])
+    elif op.op in GEMM_3D and len(shapes) >= 2 and len(shapes[-2]) == 3 and len(shapes[-1]) == 3:
+        dims = (*shapes[-2][1:], shapes[-1][2])
+    else:
+        return False
+    return any(d % multiple for d in dims if d > 0)
+
+
+def unaligned_cap(device: Device, eff: Efficiency) -> float:
+    """FLOP/s an unaligned 16-bit GEMM reaches at most on `device` (see `gemm_unaligned`); 0 where the device
+    or its family lacks the figures (no limit)."""
+    if not (eff.unaligned_gemm_flops_per_clock and device.sm_count and device.boost_clock):
+        return 0.0
+    return eff.unaligned_gemm_flops_per_clock * device.sm_count * device.boost_clock
 
 
 def wave_dims(op: OpRecord) -> tuple[int, int, int] | None:

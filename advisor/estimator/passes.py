@@ -103,6 +103,7 @@ class OpTable:
     f_profile: np.ndarray  # FLOPs at the profile's batch
     wave: np.ndarray  # N × 3: (n, k, batches) of a tensor-core GEMM or convolution for wave quantization, 0: none
     slots: float  # tile slots of the device (sm_count × tiles per SM), 0: no wave quantization
+    flops_cap: np.ndarray  # FLOP/s a GEMM on the library's unaligned kernels reaches at most (0: no limit)
     tile: tuple[int, int]
     host_op_s: float  # the host's time per eager op on an asynchronous device (0: overheads add)
     host_calls: np.ndarray  # eager ops each record's calls issue
@@ -220,6 +221,7 @@ class _EffPart:
     pad: np.ndarray
     f_profile: np.ndarray
     wave: np.ndarray
+    unaligned: np.ndarray
     host_calls: np.ndarray
     fused: set
     step_bytes: tuple[float, float]
@@ -271,6 +273,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
     s_fix, s_per, transpose, f_profile = (np.zeros(n) for _ in range(4))
     pad = np.ones(n)
     wave = np.zeros((n, 3))
+    unaligned = np.zeros(n, dtype=bool)
     host_calls = np.array([float(profile.ops[r[0]].count) for r in rec.rows])
     batch = profile.batch_size
     kernel_data = eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose
@@ -293,6 +296,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
                 units[j] = (dtype, "vector")
             else:
                 wave[j] = kernels.wave_dims(op) or (0, 0, 0)
+                unaligned[j] = kernels.gemm_unaligned(op, eff, dtype)
             pad[j], pad_bytes = kernels.channel_padding(op, eff, dtype)
             transpose[j] = kernels.transpose_bytes(op, eff, dtype, 1.0) + pad_bytes
             f_profile[j] = op.flops.at(batch)
@@ -302,7 +306,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
     values[:, 3] -= s_per
     return _EffPart(
         units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, curves, live, reuse, hot, values, s_fix, s_per,
-        transpose, pad, f_profile, wave, host_calls, fused,
+        transpose, pad, f_profile, wave, unaligned, host_calls, fused,
         (
             sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
             sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
@@ -361,6 +365,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         f_profile=part.f_profile,
         wave=part.wave,
         slots=slots,
+        flops_cap=np.where(part.unaligned, kernels.unaligned_cap(device, eff), 0.0),
         tile=tuple(eff.gemm_tile) if eff.gemm_tile else (1, 1),
         host_op_s=eff.host_op_s or 0.0,
         host_calls=part.host_calls,
@@ -424,6 +429,9 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
             t_mem[:, own] = np.where(b_call[:, own] > 0, b_call[:, own] / (table.bandwidth * eta_own), 0.0)
     computes = (f_call > 0) & (table.peak > 0)
     t_cmp = np.where(computes, f_call / np.where(computes, table.peak * eta, 1.0), 0.0)
+    capped = computes & (table.flops_cap > 0)
+    if capped.any():  # a 16-bit GEMM off the 16-byte grid: the library's element-wise loading kernels
+        t_cmp = np.where(capped, np.maximum(t_cmp, f_call / np.where(capped, table.flops_cap, 1.0)), t_cmp)
     body = np.maximum(np.maximum(t_cmp, t_mem), table.min_s)
     serial = table.s_fix * weight + table.s_per * micro * act
     if table.transpose.any():

@@ -155,6 +155,7 @@ def op_time(
     serial_bytes: float = 0.0,
     vector_unit: bool = False,
     cap_bytes: float | None = None,
+    flops_cap: float = 0.0,
 ) -> OpTime:
     """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`.
 
@@ -165,7 +166,8 @@ def op_time(
     none); `eta_scale` scales compute efficiency (wave quantization); `serial_bytes` are moved by separate
     kernels around the op (layout transposes); `vector_unit` runs a matrix op on the vector units; `cap_bytes`
     (total over the calls) replaces `nbytes` in a GEMM's FLOPs-per-byte cap when some of its operands come
-    from the cache (a recurrent layer's weights, see `profile_op_time`)."""
+    from the cache (a recurrent layer's weights, see `profile_op_time`); `flops_cap` (FLOP/s, 0: none) bounds
+    the compute rate of a GEMM the library runs on its slow unaligned kernels (`kernels.gemm_unaligned`)."""
     calls = max(count, 1.0)
     f_call, b_call = flops / calls, nbytes / calls
     b_look = max(b_call, reuse_bytes)
@@ -186,6 +188,8 @@ def op_time(
             b_cap = b_call if cap_bytes is None else cap_bytes / calls
             eta = compute_efficiency(eff, category, dtype, f_call, op, b_cap) * eta_scale
             t_cmp = f_call / (peak * eta)
+            if flops_cap > 0:
+                t_cmp = max(t_cmp, f_call / flops_cap)
     t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls))
     body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0)
     compute_bound = t_cmp >= t_mem and t_cmp > 0
@@ -216,7 +220,7 @@ def profile_op_time(
     timing that the estimator, the roofline plot and calibration all use. The op computes in the dtype the
     precision gives it (`effective_dtype`) and moves its bytes rescaled to that dtype's width. An optimizer
     op's data comes back after the whole step (`step_bytes`, see `step_bytes`). What the device's kernels
-    do with the op's shapes (tensor-core eligibility, layout transposes, wave quantization; see
+    do with the op's shapes (tensor-core eligibility, layout transposes, wave quantization, alignment; see
     `kernels`) applies where the family's efficiency data says so. `recurrent`: the op belongs to a recurrent
     layer the device runs step by step (not fused): its calls reuse the same weights every time step, which
     stay in the cache, so the GEMM's FLOPs-per-byte cap (measured on operands from memory) counts only the
@@ -246,6 +250,7 @@ def profile_op_time(
             "vector_unit": not tensor,
             "eta_scale": wave * busy,
             "serial_bytes": kernels.transpose_bytes(op, eff, dtype, growth) + pad_bytes * growth,
+            "flops_cap": kernels.unaligned_cap(device, eff) if tensor and kernels.gemm_unaligned(op, eff, dtype) else 0,
         }
     if recurrent and op.category == "matrix":
         extra["cap_bytes"] = (op.bytes_read.per_sample + op.bytes_written.per_sample) * batch * scale

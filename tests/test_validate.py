@@ -86,3 +86,5 @@ def test_first_touch_costs_time_and_the_note_says_how_much():
     line = fault_note(38.3e6, 0.017, 0.0344)
     assert "38 MB per step" in line and "about 17 ms (49% of the measured step)" in line
     assert "MALLOC_MMAP_THRESHOLD_=4294967295 MALLOC_TRIM_THRESHOLD_=4294967295" in line
+    assert "which the estimate leaves out" in line
+    assert "of which the estimate counts 51 MB" in fault_note(38.3e6, 0.017, 0.0344, 51.4e6)

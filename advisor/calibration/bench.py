@@ -44,6 +44,7 @@ class Measurements:
     conv_backward: list[tuple[float, float, float]] = field(default_factory=list)
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
     floors: dict[str, float] = field(default_factory=dict)  # aten op -> seconds of its smallest call
+    first_touch_s_per_byte: float = 0.0  # CPUs: the OS's cost of a fresh page, per byte (0: not measured)
     op_efficiency: dict[str, float] = field(default_factory=dict)  # older calibrations: aten op -> efficiency
     spreads: list[tuple[str, float]] = field(default_factory=list)  # (what, slowest / fastest round)
     checks: dict[str, float] = field(default_factory=dict)  # reference figures for quality.py
@@ -206,6 +207,11 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
     tick("memory bandwidth")
     m.copy = memory_points(device, clock, quick)
 
+    if not cuda:
+        from advisor.calibration.validate import first_touch_s_per_byte
+
+        tick("fresh pages")
+        m.first_touch_s_per_byte = first_touch_s_per_byte()
     tick("elementwise")
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     x = torch.randn(n, device=device)

@@ -198,6 +198,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
     }
     if cpu:
         efficiency["calibration_threads"] = m.threads
+        if m.first_touch_s_per_byte > 0:
+            efficiency["first_touch_bandwidth"] = f"{1.0 / m.first_touch_s_per_byte:.4g}"
         efficiency["fused_rnn"] = ["LSTM"]  # PyTorch runs LSTMs through oneDNN on CPUs, the others per step
     else:
         efficiency["fused_rnn"] = ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"]  # cuDNN

@@ -63,10 +63,18 @@ def first_touch_s_per_byte(size: int = 64 << 20, repeats: int = 5) -> float:
     return max(0.0, (statistics.median(fresh) - statistics.median(warm)) / size)
 
 
-def fault_note(fault_bytes: float, fault_s: float, step_s: float) -> str:
+def fault_note(fault_bytes: float, fault_s: float, step_s: float, predicted_bytes: float | None = None) -> str:
+    """The page-fault note; `predicted_bytes`: what the estimate priced (the profile's replay of glibc malloc),
+    None where it priced none (no replay on this system, or a calibration without a first-touch rate)."""
+    counted = (
+        "which the estimate leaves out"
+        if predicted_bytes is None
+        else f"of which the estimate counts {predicted_bytes / 1e6:,.0f} MB (a replay of the step's allocations "
+        "through glibc malloc)"
+    )
     return (
         f"page faults: {fault_bytes / 1e6:,.0f} MB per step came back from the OS, about "
-        f"{fault_s * 1e3:.3g} ms ({fault_s / step_s:.0%} of the measured step), which the estimate leaves out: "
+        f"{fault_s * 1e3:.3g} ms ({fault_s / step_s:.0%} of the measured step), {counted}: "
         "the allocator (glibc malloc) returns freed memory to the OS and the next step faults it in again. "
         "MALLOC_MMAP_THRESHOLD_=4294967295 MALLOC_TRIM_THRESHOLD_=4294967295 in the environment keep it "
         "(both: the trim threshold alone makes it worse), as does a caching allocator (jemalloc, tcmalloc)"
@@ -136,7 +144,10 @@ def validate(
         fault_s = t.page_fault_bytes * first_touch_s_per_byte() if t.page_fault_bytes > 0 else 0.0
         step = sum(measured.values())
         if step > 0 and fault_s >= FAULT_NOTE_SHARE * step:
-            notes.append(fault_note(t.page_fault_bytes, fault_s, step))
+            eff = catalog.efficiency[catalog.devices[ident].efficiency]
+            replayed = prof.memory.step_fault_bytes
+            predicted = max(0.0, replayed.at(batch_size)) if replayed and eff.first_touch_bandwidth else None
+            notes.append(fault_note(t.page_fault_bytes, fault_s, step, predicted))
     return Validation(
         model=prof.name,
         device=ident,

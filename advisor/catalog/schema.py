@@ -290,6 +290,12 @@ class Efficiency(Strict):
     module_overhead_s: Duration | None = Field(
         None, description="fixed cost of one nn.Module call in the forward pass (Python), besides its ops"
     )
+    first_touch_bandwidth: Bandwidth | None = Field(
+        None,
+        description="CPUs: the rate at which the OS hands out fresh pages (filling a new 64 MiB tensor, less "
+        "filling one already mapped), measured by advisor calibrate at its thread count; prices the memory a "
+        "step faults in (a profile's step_fault_bytes). None: not priced",
+    )
     calibration_warnings: list[str] = Field(
         [], description="what `advisor calibrate` found suspicious (a busy machine): empty for a clean run"
     )

@@ -34,6 +34,7 @@ from advisor.estimator.roofline import (
     REUSE_CAP,
     SCATTERS,
     STATE_INIT,
+    OpTime,
     byte_scale,
     effective_dtype,
     efficiency_source,
@@ -327,6 +328,9 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         where = next((region_of(rec, j) for j in range(n) if profile.ops[rec.rows[j][0]].module == rnn.module
                       or profile.ops[rec.rows[j][0]].module.startswith(rnn.module + ".")), "before")  # fmt: skip
         extra.append((where, partial(rnn_times, rnn, device, eff, precision)))
+    faults = profile.memory.step_fault_bytes
+    if device.kind == "cpu" and eff.first_touch_bandwidth and faults is not None:
+        extra.append(("before", partial(fault_times, faults, eff.first_touch_bandwidth)))
     module_s = 0.0
     if eff.module_overhead_s and profile.module_calls:
         module_s = eff.module_overhead_s * profile.module_calls
@@ -381,6 +385,16 @@ def region_of(rec: _Records, j: int) -> str:
         if rec.masks[j, k] and key[0] in REGIONS:
             return key[0]
     return "before"
+
+
+def fault_times(faults, bandwidth: float, batch: float) -> dict[str, list[OpTime]]:
+    """The pages a CPU step faults in (`Memory.step_fault_bytes` at micro-batch `batch`) at the OS's first-touch
+    rate, as one memory-bound item of the backward pass (where the gradients and most fresh temporaries are
+    first written). Counted per micro-batch: with gradient accumulation the gradients stay allocated between
+    micro-batches, so this overstates what the later ones fault."""
+    nbytes = max(0.0, faults.at(batch))
+    t = nbytes / bandwidth
+    return {"forward": [], "backward": [OpTime(t, 0.0, t, 0.0, 0.0, nbytes, "memory", "fp32")]}
 
 
 def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:

@@ -248,6 +248,43 @@ def time_steps(
     )
 
 
+def replayed_faults(mf, batch_size: int, precision: str, optimizer: str | None) -> float:
+    """Bytes a steady-state training step of a fresh process faults in on this CPU, by replaying the tensor
+    allocations of a build and four steps through glibc malloc (`heap`)."""
+    import contextlib
+
+    import torch
+
+    from advisor.profiler import heap
+    from advisor.profiler.device import low_dtype, matmul_precision
+    from advisor.profiler.step import build
+
+    low = low_dtype(precision)
+
+    def make():
+        model, batch, opt, _ = build(mf, "cpu", batch_size, precision, optimizer)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast(device_type="cpu", dtype=low) if low is not None else contextlib.nullcontext():
+                loss = forward_loss(mf, model, batch)
+            loss.backward()
+            opt.step()
+
+        return step
+
+    with matmul_precision(precision, "cpu"):
+        events, marks = heap.trace(make)
+    return heap.faulted_bytes(events, marks)
+
+
+def glibc() -> bool:
+    """Whether this process allocates through glibc malloc (what `heap` replays)."""
+    import platform
+
+    return platform.libc_ver()[0] == "glibc"
+
+
 def fault_bytes(counts: list[int]) -> float | None:
     """Bytes per step from minor page-fault counts per step: the median count × the page size (None: no counts)."""
     return statistics.median(counts) * mmap.PAGESIZE if counts else None
@@ -272,10 +309,11 @@ def profile_model(
     warmup: int = 2,
     repeats: int = 5,
     tick: Callable[[str], None] = lambda s: None,
+    faults: bool = True,
 ) -> Profile:
     """Count (and on a real device, time) one training step of a model: `path` is a model file, anything
     `advisor.profiler.sources.resolve` takes (a shipped name, hf:ID, timm:NAME, torchvision:NAME), or a ModelFile
-    resolved already."""
+    resolved already. On a CPU with glibc and `faults`, also the memory a step faults in (`replayed_faults`)."""
     import torch
 
     from advisor.errors import UserError
@@ -332,8 +370,17 @@ def profile_model(
         parts = ActivationParts(
             **{k: _mem_fit(first, second, linear, lambda r, k=k: split[r is second][k]) for k in split[0]}
         )
+    step_faults = None
+    if dev == "cpu" and faults and glibc():
+        tick("allocations")
+        f1, f2 = (
+            call_user(lambda b=b: replayed_faults(mf, b, precision, optimizer), mf.path, "replaying steps", b, dev)
+            for b in (b1, b2)
+        )
+        step_faults = Linear.fit(b1, f1, b2, f2) if linear else Linear.proportional(b1, f1)
     memory = Memory(
         **{k: float(v) for k, v in fixed.items()},
+        step_fault_bytes=step_faults,
         activation_parts=parts,
         activation_bytes=_mem_fit(first, second, linear, lambda r: r.activation_bytes),
         checkpoint_bytes=_mem_fit(first, second, linear, lambda r: r.checkpoint_bytes),

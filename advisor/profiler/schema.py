@@ -176,6 +176,12 @@ class Memory(Strict):
     measured_peak_bytes: NonNegative | None = Field(None, description="torch.cuda.max_memory_allocated (CUDA only)")
     nvml: NvmlInfo | None = None
     activation_parts: ActivationParts | None = Field(None, description="activation_bytes by where it was saved")
+    step_fault_bytes: Linear | None = Field(
+        None,
+        description="memory a steady-state step of a fresh process faults in from the OS (glibc malloc returns "
+        "freed blocks and the heap's top, and the next step touches them again): the step's tensor allocations "
+        "replayed through glibc's main arena (advisor/profiler/heap.py); CPU profiles on glibc systems only",
+    )
 
 
 class Timing(Strict):

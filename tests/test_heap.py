@@ -1,0 +1,77 @@
+"""glibc malloc's main arena replayed over tensor allocations (advisor/profiler/heap.py), and the estimator's
+price for the pages a CPU step faults in. Every expected figure is derived by hand beside it."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.profiler.heap import Arena, faulted_bytes, replay
+from advisor.profiler.schema import Linear
+
+KIB, MIB = 1024, 1024 * 1024
+
+
+def test_a_mapped_block_raises_the_threshold_and_the_next_one_lives_on_the_heap():
+    arena = Arena()
+    # 1 MiB >= the 128 KiB threshold: mapped on its own, the chunk (1 MiB + 8 header, 16-aligned = 1,048,592)
+    # plus 8 rounded to pages: 1,052,672 bytes faulted
+    first = arena.malloc(MIB)
+    assert arena.faulted == 1_052_672
+    arena.free(first)  # the threshold rises to 1,052,672, the trim threshold to twice that
+    assert (arena.mmap_threshold, arena.trim_threshold) == (1_052_672, 2_105_344)
+    # the same request now comes from the heap: 1,048,592 bytes, 257 pages (1,052,672) touched
+    second = arena.malloc(MIB)
+    assert arena.faulted == 2 * 1_052_672
+    arena.free(second)  # the top is 1,179,648 bytes (the chunk + 128 KiB pad, in pages) < the trim threshold: kept
+    arena.malloc(MIB)
+    assert arena.faulted == 2 * 1_052_672  # reused, no new pages
+
+
+def test_a_block_above_32_mib_faults_in_every_step():
+    # 40 MiB is above glibc's 32 MiB ceiling for the dynamic threshold: mapped and unmapped every step,
+    # (40 MiB + 8, 16-aligned, + 8) in pages = 41,947,136 bytes a step; the build before the first mark (a 1 KiB
+    # block) is no step's
+    step = [(1, 40 * MIB), (1, -40 * MIB)]
+    events = [(9, KIB)] + step * 3
+    assert replay(events, [1, 3, 5]) == [41_947_136] * 3
+    assert faulted_bytes(events, [1, 3, 5]) == 41_947_136
+
+
+def test_the_top_of_the_heap_is_released_and_faulted_in_again():
+    # three 100 KiB blocks (chunks of 102,416 bytes) below the 128 KiB threshold, freed at the end of the step
+    step = [(1, 100 * KIB), (2, 100 * KIB), (3, 100 * KIB), (1, -100 * KIB), (2, -100 * KIB), (3, -100 * KIB)]
+    first, second = replay(step * 2, [0, 6])
+    # first step: the heap grows to 237,568 bytes (a chunk + 128 KiB pad, in pages), then by 204,800 more for the
+    # third; the three chunks end at 307,248: 76 pages, 311,296 bytes touched
+    assert first == 311_296
+    # freeing the third coalesces all three into the top (307,248 bytes free, 442,368 mapped), above the 128 KiB
+    # trim threshold: all but the pad goes back, (442,368 - 131,072 - 33) // 4096 = 75 pages, leaving 135,168.
+    # Second step: the first chunk fits in the 135,168 left; the second grows the heap by 204,800 to 339,968 and
+    # touches up to 208,896 (73,728 new bytes); the third up to 311,296 (102,400 more): 176,128
+    assert second == 176_128
+
+
+def test_page_faults_cost_the_calibrated_first_touch_rate_on_a_cpu():
+    from advisor import api
+
+    catalog = api.catalog()
+    prof = api.profile_from("lstm")
+    faults = Linear(fixed=50e6)  # 50 MB a step
+    faulting = prof.model_copy(update={"memory": prof.memory.model_copy(update={"step_fault_bytes": faults})})
+    cpu = catalog.devices["epyc-9654"]
+    eff = catalog.efficiency[cpu.efficiency]
+    priced = catalog.model_copy(
+        update={"efficiency": {**catalog.efficiency, eff.id: eff.model_copy(update={"first_touch_bandwidth": 2.5e9})}}
+    )
+    base = api.estimate(prof, "epyc-9654", precision="fp32", micro_batch=8, global_batch=8, cat=priced)
+    with_faults = api.estimate(faulting, "epyc-9654", precision="fp32", micro_batch=8, global_batch=8, cat=priced)
+    # 50e6 bytes / 2.5e9 B/s = 20 ms more, in the backward pass
+    assert with_faults.step_time_s - base.step_time_s == pytest.approx(0.020)
+    assert with_faults.phases["backward"].seconds - base.phases["backward"].seconds == pytest.approx(0.020)
+
+    # without a measured rate (a datasheet CPU) or on a GPU, nothing is added
+    def step(profile, hardware, cat):
+        return api.estimate(profile, hardware, precision="fp32", micro_batch=8, global_batch=8, cat=cat).step_time_s
+
+    assert step(faulting, "epyc-9654", catalog) == pytest.approx(step(prof, "epyc-9654", catalog))
+    assert step(faulting, "a100-80gb-sxm", priced) == pytest.approx(step(prof, "a100-80gb-sxm", priced))

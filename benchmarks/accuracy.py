@@ -202,6 +202,9 @@ def run_threads(threads: int, cases, profiles: dict, reuse: Path | None) -> tupl
         fault_bytes = t.pop("faults")
         measured = sum(t.values())
         cal = api.estimate(prof, "local-cpu", precision="fp32", micro_batch=batch, cat=cat)
+        # what the estimate priced of the step's page faults: the profile's replay at the calibrated rate
+        first_touch = cat.efficiency[cat.devices["local-cpu"].efficiency].first_touch_bandwidth
+        replayed = max(0.0, prof.memory.step_fault_bytes.at(batch)) if prof.memory.step_fault_bytes else 0.0
         ds = api.estimate(prof, "datasheet-local-cpu", precision="fp32", micro_batch=batch, cat=cat)
         row = {
             "set": split,
@@ -216,8 +219,11 @@ def run_threads(threads: int, cases, profiles: dict, reuse: Path | None) -> tupl
             **{f"calibrated_{p}_s": cal.phases[p].seconds for p in PHASES},
             "datasheet_s": ds.step_time_s,
             "page_fault_mb": fault_bytes / 1e6,
+            "replayed_fault_mb": replayed / 1e6,
+            "fault_s": replayed / first_touch if first_touch else 0.0,
         }
         row["calibrated_error"] = (row["calibrated_s"] - measured) / measured
+        row["unpriced_error"] = (row["calibrated_s"] - row["fault_s"] - measured) / measured
         row["datasheet_error"] = (row["datasheet_s"] - measured) / measured
         rows.append(row)
         print(
@@ -239,13 +245,14 @@ def summary(rows: list[dict], key: str) -> tuple[float, float]:
 
 def table(rows: list[dict]) -> list[str]:
     lines = [
-        "| set | model | batch | load | measured | page faults | calibrated | error | datasheet | error |",
+        "| set | model | batch | load | measured | faults (meas. / replay) | calibrated | error | datasheet | error |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['set']} | {r['model']} | {r['batch']} | {r['load']:.1f} | {r['measured_s'] * 1e3:.1f} ms | "
-            f"{r['page_fault_mb']:.0f} MB | {r['calibrated_s'] * 1e3:.1f} ms | {r['calibrated_error']:+.0%} | "
+            f"{r['page_fault_mb']:.0f} / {r['replayed_fault_mb']:.0f} MB | {r['calibrated_s'] * 1e3:.1f} ms | "
+            f"{r['calibrated_error']:+.0%} | "
             f"{r['datasheet_s'] * 1e3:.1f} ms | {r['datasheet_error']:+.0%} |"
         )
     return lines
@@ -275,10 +282,12 @@ def markdown(all_rows: list[dict], metas: list[dict], info: dict) -> str:
         for label, group in (("report families", report), ("tuning families", tuning)):
             if group:
                 cm, cx = summary(group, "calibrated_error")
+                um, ux = summary(group, "unpriced_error")
                 dm, dx = summary(group, "datasheet_error")
                 lines.append(
-                    f"- {label}: calibrated median |error| **{cm:.0%}**, max **{cx:.0%}**; datasheet-style "
-                    f"median {dm:.0%}, max {dx:.0%} ({len(group)} runs)"
+                    f"- {label}: calibrated median |error| **{cm:.0%}**, max **{cx:.0%}** (without pricing the "
+                    f"replayed page faults {um:.0%} and {ux:.0%}); datasheet-style median {dm:.0%}, max {dx:.0%} "
+                    f"({len(group)} runs)"
                 )
         lines += ["", *table(rows), ""]
     return "\n".join(lines).rstrip()

@@ -220,3 +220,29 @@ def test_default_output_never_lands_in_the_shipped_profiles(tmp_path):
     r = run_cli("profile", str(MODELS / "tiny_mlp.py"), "--device", "meta", "--name", "zz-test", cwd=root)
     assert_user_error(r, "shipped", "-o")
     assert not (shipped_profiles_dir() / "zz-test.yaml").exists()
+
+
+@pytest.mark.skipif(not __import__("advisor.profiler.profile").profiler.profile.glibc(), reason="replays glibc malloc")
+def test_a_cpu_profile_says_what_a_step_faults_in(tmp_path):
+    # a 48 MiB embedding table (786,432 rows of 16 fp32) trained densely with SGD: its gradient is a fresh
+    # 48 MiB block each step, above glibc's 32 MiB ceiling, so mapped and unmapped every step: (48 MiB + 16,
+    # 16-aligned, + 8) in pages is 50,335,744 bytes; the rest of the step (a [b, 16] lookup and a sum) fits the
+    # heap it already has
+    model = write(
+        tmp_path,
+        "table.py",
+        "import torch\n"
+        "def build_model():\n"
+        "    return torch.nn.Embedding(786432, 16)\n"
+        "def example_batch(batch_size):\n"
+        "    return (torch.randint(0, 786432, (batch_size,)),)\n"
+        "def training_step(model, batch):\n"
+        "    return model(batch[0]).sum()\n"
+        "def make_optimizer(parameters):\n"
+        "    return torch.optim.SGD(parameters, lr=0.1)\n",
+    )
+    out = tmp_path / "table.yaml"
+    r = run_cli("profile", str(model), "--device", "cpu", "-b", "4", "-o", str(out), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["memory"]["faulted_per_step"] == pytest.approx(50_335_744, rel=0.01)
+    assert load_profile(out).memory.step_fault_bytes.at(8) == pytest.approx(50_335_744, rel=0.01)

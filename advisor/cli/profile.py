@@ -88,6 +88,7 @@ def summary(profile: Any, path: Path | None) -> dict:
             "temporaries": mem.temporary_peak_bytes.at(b),
             "peak": mem.peak_bytes.at(b),
             "measured_peak": mem.measured_peak_bytes,
+            "faulted_per_step": max(0.0, mem.step_fault_bytes.at(b)) if mem.step_fault_bytes else None,
         },
         "step_time_s": profile.timing.step_time_s if profile.timing else None,
         "top_by_flops": top(lambda o: o.flops.at(b)),
@@ -127,6 +128,7 @@ def _table(data: dict, wide: bool = False) -> None:
         "temporaries": "temporaries",
         "peak": "peak",
         "measured_peak": "measured peak (CUDA)",
+        "faulted_per_step": "faulted in per step (glibc replay)",
     }
     for key, label in labels.items():
         if data["memory"].get(key) is not None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from advisor.profiler.profile import glibc
 from advisor.profiler.schema import SCHEMA_VERSION, load_profile
 from tests.conftest import assert_user_error, run_cli
 
@@ -222,7 +223,7 @@ def test_default_output_never_lands_in_the_shipped_profiles(tmp_path):
     assert not (shipped_profiles_dir() / "zz-test.yaml").exists()
 
 
-@pytest.mark.skipif(not __import__("advisor.profiler.profile").profiler.profile.glibc(), reason="replays glibc malloc")
+@pytest.mark.skipif(not glibc(), reason="the replay is of glibc malloc")
 def test_a_cpu_profile_says_what_a_step_faults_in(tmp_path):
     # a 48 MiB embedding table (786,432 rows of 16 fp32) trained densely with SGD: its gradient is a fresh
     # 48 MiB block each step, above glibc's 32 MiB ceiling, so mapped and unmapped every step: (48 MiB + 16,

@@ -226,9 +226,9 @@ def test_default_output_never_lands_in_the_shipped_profiles(tmp_path):
 @pytest.mark.skipif(not glibc(), reason="the replay is of glibc malloc")
 def test_a_cpu_profile_says_what_a_step_faults_in(tmp_path):
     # a 48 MiB embedding table (786,432 rows of 16 fp32) trained densely with SGD: its gradient is a fresh
-    # 48 MiB block each step, above glibc's 32 MiB ceiling, so mapped and unmapped every step: (48 MiB + the 8-byte header,
-    # 16-aligned, + 8) in pages is 50,335,744 bytes; the rest of the step (a [b, 16] lookup and a sum) fits the
-    # heap it already has
+    # 48 MiB block each step, above glibc's 32 MiB ceiling, so mapped and unmapped every step: (48 MiB + the
+    # 8-byte header, 16-aligned, + 8) in pages is 50,335,744 bytes; the rest of the step (a [b, 16] lookup and
+    # a sum) fits the heap it already has
     model = write(
         tmp_path,
         "table.py",

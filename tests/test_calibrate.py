@@ -72,6 +72,7 @@ def fake_measurements() -> Measurements:
     m.matmul = {"fp32": [Point(1e6, 11e-6), Point(1e9, 5.001e-3)], "bf16": [Point(1e6, 6e-6), Point(1e9, 2.501e-3)]}
     m.copy = [Point(1e4, 2e-6), Point(1e8, 5.001e-3)]
     m.vector_flops_s = 2e10
+    m.first_touch_s_per_byte = 4e-10  # 64 MiB of fresh pages filled 26.8 ms slower than mapped ones
     return m
 
 
@@ -89,6 +90,7 @@ def test_overlay_from_measurements_holds_peaks_and_curves():
     assert eff.phase_overhead_s["backward"] == pytest.approx(25e-6)
     assert device.source.startswith("measured by advisor calibrate on")
     assert eff.calibration_threads == 2  # Measurements(threads=2): validate times with the same
+    assert eff.first_touch_bandwidth == pytest.approx(2.5e9)  # 1 / 4e-10 s per byte
 
 
 def write_user_overlay(tmp_path) -> None:

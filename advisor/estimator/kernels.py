@@ -146,6 +146,19 @@ def transpose_bytes(op: OpRecord, eff: Efficiency, dtype: str, batch_scale: floa
     return 2 * width * (activations + out) * op.count
 
 
+def gemm_dims(op: OpRecord) -> tuple[int, int, int, int] | None:
+    """(rows m, reduction length k, columns n, independent problems) of a GEMM record (mm, addmm, bmm,
+    baddbmm), from the last two of its shapes; None for other ops or shapes that do not say."""
+    shapes = parse_shapes(op.shapes)
+    if op.op in GEMM_2D and len(shapes) >= 2 and len(shapes[-2]) == 2 and len(shapes[-1]) == 2:
+        (m, k), n, batches = shapes[-2], shapes[-1][1], 1
+    elif op.op in GEMM_3D and len(shapes) >= 2 and len(shapes[-2]) == 3 and len(shapes[-1]) == 3:
+        (batches, m, k), n = shapes[-2], shapes[-1][2]
+    else:
+        return None
+    return m, k, n, batches
+
+
 def gemm_unaligned(op: OpRecord, eff: Efficiency, dtype: str) -> bool:
     """Whether a 16-bit GEMM record has a dimension (M, K or N of its operands' shapes) that is not a multiple
     of `channel_multiple`: one of its operands or its output then has a row length off the 16-byte grid. M
@@ -157,14 +170,8 @@ def gemm_unaligned(op: OpRecord, eff: Efficiency, dtype: str) -> bool:
     multiple = channel_multiple(eff, dtype)
     if not multiple:
         return False
-    shapes = parse_shapes(op.shapes)
-    if op.op in GEMM_2D and len(shapes) >= 2 and len(shapes[-2]) == 2 and len(shapes[-1]) == 2:
-        dims = (*shapes[-2], shapes[-1][1])
-    elif op.op in GEMM_3D and len(shapes) >= 2 and len(shapes[-2]) == 3 and len(shapes[-1]) == 3:
-        dims = (*shapes[-2][1:], shapes[-1][2])
-    else:
-        return False
-    return any(d % multiple for d in dims if d > 0)
+    dims = gemm_dims(op)
+    return dims is not None and any(d % multiple for d in dims[:3] if d > 0)
 
 
 def unaligned_cap(device: Device, eff: Efficiency) -> float:
@@ -178,11 +185,9 @@ def unaligned_cap(device: Device, eff: Efficiency) -> float:
 def wave_dims(op: OpRecord) -> tuple[int, int, int] | None:
     """(output columns n, reduction length k, independent problems) of a GEMM or implicit-GEMM convolution
     record, from its shapes; None for other ops or shapes that do not say."""
-    shapes = parse_shapes(op.shapes)
-    if op.op in GEMM_2D and len(shapes) >= 2 and len(shapes[-2]) == 2 and len(shapes[-1]) == 2:
-        k, n, batches = shapes[-2][1], shapes[-1][1], 1
-    elif op.op in GEMM_3D and len(shapes) >= 2 and len(shapes[-2]) == 3 and len(shapes[-1]) == 3:
-        k, n, batches = shapes[-2][2], shapes[-1][2], shapes[-2][0]
+    gemm = gemm_dims(op)
+    if gemm is not None:
+        _, k, n, batches = gemm
     elif op.op in CONV_FORWARD and conv_dims(op) is not None:
         _, cout, groups, k = conv_dims(op)
         n, batches = cout // groups, groups

@@ -374,3 +374,22 @@ def test_gather_gradient_is_a_zeroed_table_then_a_scatter():
     # the 4e6-byte table at the memory curve's 0.5: 4e6 / 5e9 = 800 µs; the 1e6 bytes of gathered rows at the
     # scatter's own 0.1: 1e6 / 1e9 = 1 ms; + 10 µs overhead
     assert profile_op_time(op, CPU, eff, "fp32", "fp32", 1).seconds == pytest.approx(1.81e-3)
+
+
+def test_an_estimate_says_what_unaligned_gemms_cost_and_what_to_pad():
+    from advisor import api
+    from advisor.estimator.passes import unaligned_time
+    from advisor.estimator.setup import setup_from_catalog
+
+    cat = api.catalog()
+    prof = api.profile_from("gpt2_124m")  # a 50,257-word head, tied to the embedding
+    est = api.estimate(prof, "h100-sxm", precision="bf16-mixed", micro_batch=12, global_batch=12, cat=cat)
+    setup = setup_from_catalog(prof, cat, est.config, None)
+    seconds, _ = unaligned_time(setup.table, 12, 1, 1, False)
+    # its three GEMMs (logits, input gradient, weight gradient) of 2 x 12,288 tokens x 768 x 50,257 FLOPs each,
+    # 2.8457e12 in all, at 345 FLOPs x 132 SMs x 1.98 GHz = 9.0169e13 FLOP/s: 31.56 ms; nothing else is off the grid
+    assert seconds == pytest.approx(2.8457e12 / 9.0169e13, rel=1e-3)
+    note = next(n for n in est.assumptions if "not a multiple of 8" in n)
+    assert f"{seconds / est.step_time_s:.0%} of the step" in note and "[768, 50257]" in note
+    tpu = api.estimate(prof, "tpu-v5p", precision="bf16-mixed", micro_batch=12, global_batch=12, cat=cat)
+    assert not any("not a multiple of 8" in n for n in tpu.assumptions)  # XLA pads it

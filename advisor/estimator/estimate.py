@@ -35,7 +35,7 @@ from advisor.estimator.config import Config, Workload
 from advisor.estimator.layout import Layout
 from advisor.estimator.memory import Memory, largest_micro_batch, memory_arrays, to_memory
 from advisor.estimator.parallel import pipeline
-from advisor.estimator.passes import pass_times
+from advisor.estimator.passes import _records, pass_times, unaligned_time
 from advisor.estimator.report import Comm, DimComm, Phase, assumptions, comm_report
 from advisor.estimator.runtime import (
     InputPipeline,
@@ -199,6 +199,21 @@ def _phase(passes: dict, keys: list[tuple], scale: float, i: int = 0) -> Phase:
     return phase
 
 
+def unaligned_note(setup, micro: int, accum: int, layout: Layout, step: float) -> str | None:
+    """What the 16-bit GEMMs with a dimension off the 16-byte grid cost (kernels.gemm_unaligned), when that is 5 %
+    of the step or more, with the largest one's shapes and what to change."""
+    seconds, j = unaligned_time(setup.table, micro, layout.tp, layout.cp, layout.sequence_parallel)
+    if j < 0 or step <= 0 or seconds * accum < 0.05 * step:
+        return None
+    record = setup.profile.ops[_records(setup.profile, setup.roles, setup.precision).rows[j][0]]
+    return (
+        f"{seconds * accum / step:.0%} of the step goes to 16-bit GEMMs with a dimension that is not a multiple "
+        f"of 8 (the largest: {record.op} of {record.shapes}), which cuBLAS runs on its slow unaligned kernels "
+        f"(at most {setup.table.flops_cap[j] / 1e12:.0f} TFLOP/s here): pad that dimension (a vocabulary, a "
+        "width) to a multiple of 8"
+    )
+
+
 def estimate(
     profile,
     catalog: Catalog,
@@ -270,6 +285,9 @@ def estimate(
     mfu = flops / (step * config.world * peak) if step > 0 else 0.0
     comm_by_dim, comm = comm_report(setup, out, layout)
     hidden = step - comm.exposed_s - parts["bubble"]
+    unaligned = unaligned_note(setup, micro, accum, layout, step)
+    if unaligned:
+        notes_.append(unaligned)
     if not memory.fits:
         notes_.append("does NOT fit in memory: no total time or cost (advisor/estimator/fit.py says what would fit)")
     stages = pipeline.stage_blocks(blocks, layout.pp) if setup.structure is not None else [1]

@@ -397,6 +397,17 @@ def fault_times(faults, bandwidth: float, batch: float) -> dict[str, list[OpTime
     return {"forward": [], "backward": [OpTime(t, 0.0, t, 0.0, 0.0, nbytes, "memory", "fp32")]}
 
 
+def unaligned_time(table: OpTable, micro: float, tp: int, cp: int, sp: bool) -> tuple[float, int]:
+    """(seconds one micro-batch spends in 16-bit GEMMs at the unaligned kernels' limit, the record with the most
+    of them; -1 when there is none): what padding their odd dimension to a multiple of 8 would buy back."""
+    capped = table.flops_cap > 0
+    if not capped.any():
+        return 0.0, -1
+    flops = record_times(table, [micro], [tp], [cp], [sp])["flops"][0]
+    seconds = np.where(capped, flops / np.where(capped, table.flops_cap, 1.0), 0.0)
+    return float(seconds.sum()), int(np.argmax(seconds))
+
+
 def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     """Per record and layout (arrays of shape layouts × records): seconds and their compute-bound,
     memory-bound and overhead parts, and FLOPs, for micro-batch `micro` under (tp, cp, sp) (1-D arrays)."""

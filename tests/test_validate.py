@@ -88,3 +88,21 @@ def test_first_touch_costs_time_and_the_note_says_how_much():
     assert "MALLOC_MMAP_THRESHOLD_=4294967295 MALLOC_TRIM_THRESHOLD_=4294967295" in line
     assert "which the estimate leaves out" in line
     assert "of which the estimate counts 51 MB" in fault_note(38.3e6, 0.017, 0.0344, 51.4e6)
+
+
+def test_validate_says_how_much_of_the_faulting_the_estimate_counted(tmp_path):
+    from advisor.profiler.profile import glibc
+
+    if not glibc():
+        pytest.skip("the replay is of glibc malloc")
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    write_user_overlay(tmp_path)  # its calibration measured a first-touch rate: the estimate prices faults
+    result = run_cli(
+        "validate", str(ROOT / "tests/models/fresh_buffer.py"), "--batch-size", "2", "--repeats", "3",
+        "--threads", "1", "--format", "json", env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    # the step's fresh 48 MiB buffer is mapped anew each step: (48 MiB + 8, 16-aligned, + 8) in pages = 50.3 MB
+    # replayed, all of it counted
+    assert any("of which the estimate counts 50 MB" in note for note in out["notes"]), out["notes"]

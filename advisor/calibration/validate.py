@@ -146,8 +146,8 @@ def validate(
         if step > 0 and fault_s >= FAULT_NOTE_SHARE * step:
             eff = catalog.efficiency[catalog.devices[ident].efficiency]
             replayed = prof.memory.step_fault_bytes
-            predicted = max(0.0, replayed.at(batch_size)) if replayed and eff.first_touch_bandwidth else None
-            notes.append(fault_note(t.page_fault_bytes, fault_s, step, predicted))
+            counted = max(0.0, replayed.at(batch_size)) if replayed and eff.first_touch_bandwidth else None
+            notes.append(fault_note(t.page_fault_bytes, fault_s, step, counted))
     return Validation(
         model=prof.name,
         device=ident,

@@ -36,6 +36,7 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         "vector_efficiency": eff["vector"],
         "op_overhead_s": {k: float(v) for k, v in eff.get("phase_overhead_s", {}).items()},
         "module_overhead_s": float(module) if module else None,
+        "first_touch_bandwidth": float(eff["first_touch_bandwidth"]) if eff.get("first_touch_bandwidth") else None,
         "warnings": list(eff.get("calibration_warnings", [])),
         "source": dev["source"],
         "as_of": dev["as_of"],
@@ -59,6 +60,8 @@ def _table(s: dict) -> None:
         t.add_row(f"overhead per op ({phase})", units.fmt_duration(sec))
     if s["module_overhead_s"]:
         t.add_row("overhead per module call", units.fmt_duration(s["module_overhead_s"]))
+    if s["first_touch_bandwidth"]:
+        t.add_row("fresh pages from the OS (first touch)", units.fmt_bandwidth(s["first_touch_bandwidth"]))
     if s["threads"]:
         t.add_row("torch threads", str(s["threads"]))
     t.add_row("calibration time", units.fmt_duration(s["calibration_s"]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.profiler.heap import Arena, faulted_bytes, replay
+from advisor.profiler.heap import Arena, faulted_bytes, replay, steady_faults
 from advisor.profiler.schema import Linear
 
 KIB, MIB = 1024, 1024 * 1024
@@ -37,6 +37,19 @@ def test_a_block_above_32_mib_faults_in_every_step():
     assert faulted_bytes(events, [1, 3, 5]) == 41_947_136
 
 
+def test_faults_are_told_apart_by_the_phase_they_ran_in():
+    # a 40 MiB block in the forward pass and another in the optimizer, each mapped afresh every step
+    # (41,947,136 bytes, as above): 83,894,272 a step, half in each phase
+    step = [
+        (1, 40 * MIB, "forward"),
+        (1, -40 * MIB, "forward"),
+        (2, 40 * MIB, "optimizer"),
+        (2, -40 * MIB, "optimizer"),
+    ]
+    total, shares = steady_faults(step * 3, [0, 4, 8])
+    assert total == 83_894_272 and shares == {"forward": 0.5, "optimizer": 0.5}
+
+
 def test_the_top_of_the_heap_is_released_and_faulted_in_again():
     # three 100 KiB blocks (chunks of 102,416 bytes) below the 128 KiB threshold, freed at the end of the step
     step = [(1, 100 * KIB), (2, 100 * KIB), (3, 100 * KIB), (1, -100 * KIB), (2, -100 * KIB), (3, -100 * KIB)]
@@ -65,9 +78,18 @@ def test_page_faults_cost_the_calibrated_first_touch_rate_on_a_cpu():
     )
     base = api.estimate(prof, "epyc-9654", precision="fp32", micro_batch=8, global_batch=8, cat=priced)
     with_faults = api.estimate(faulting, "epyc-9654", precision="fp32", micro_batch=8, global_batch=8, cat=priced)
-    # 50e6 bytes / 2.5e9 B/s = 20 ms more, in the backward pass
+    # 50e6 bytes / 2.5e9 B/s = 20 ms more, in the backward pass (a profile that does not split them by phase)
     assert with_faults.step_time_s - base.step_time_s == pytest.approx(0.020)
     assert with_faults.phases["backward"].seconds - base.phases["backward"].seconds == pytest.approx(0.020)
+    # split a quarter forward, three quarters optimizer: 5 ms and 15 ms
+    split = faulting.memory.model_copy(update={"step_fault_shares": {"forward": 0.25, "optimizer": 0.75}})
+    by_phase = api.estimate(
+        faulting.model_copy(update={"memory": split}), "epyc-9654", precision="fp32", micro_batch=8, global_batch=8,
+        cat=priced,
+    )  # fmt: skip
+    assert by_phase.phases["forward"].seconds - base.phases["forward"].seconds == pytest.approx(0.005)
+    assert by_phase.phases["optimizer"].seconds - base.phases["optimizer"].seconds == pytest.approx(0.015)
+    assert by_phase.phases["backward"].seconds == pytest.approx(base.phases["backward"].seconds)
 
     # without a measured rate (a datasheet CPU) or on a GPU, nothing is added
     def step(profile, hardware, cat):

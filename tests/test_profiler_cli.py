@@ -246,4 +246,6 @@ def test_a_cpu_profile_says_what_a_step_faults_in(tmp_path):
     r = run_cli("profile", str(model), "--device", "cpu", "-b", "4", "-o", str(out), "--format", "json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["memory"]["faulted_per_step"] == pytest.approx(50_335_744, rel=0.01)
-    assert load_profile(out).memory.step_fault_bytes.at(8) == pytest.approx(50_335_744, rel=0.01)
+    memory = load_profile(out).memory
+    assert memory.step_fault_bytes.at(8) == pytest.approx(50_335_744, rel=0.01)
+    assert memory.step_fault_shares == {"backward": 1.0}  # the gradient is made in the backward pass

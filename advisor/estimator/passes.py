@@ -330,7 +330,8 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         extra.append((where, partial(rnn_times, rnn, device, eff, precision)))
     faults = profile.memory.step_fault_bytes
     if device.kind == "cpu" and eff.first_touch_bandwidth and faults is not None:
-        extra.append(("before", partial(fault_times, faults, eff.first_touch_bandwidth)))
+        shares = profile.memory.step_fault_shares or {"backward": 1.0}
+        extra.append(("before", partial(fault_times, faults, shares, eff.first_touch_bandwidth)))
     module_s = 0.0
     if eff.module_overhead_s and profile.module_calls:
         module_s = eff.module_overhead_s * profile.module_calls
@@ -387,14 +388,17 @@ def region_of(rec: _Records, j: int) -> str:
     return "before"
 
 
-def fault_times(faults, bandwidth: float, batch: float) -> dict[str, list[OpTime]]:
+def fault_times(faults, shares: dict[str, float], bandwidth: float, batch: float) -> dict[str, list[OpTime]]:
     """The pages a CPU step faults in (`Memory.step_fault_bytes` at micro-batch `batch`) at the OS's first-touch
-    rate, as one memory-bound item of the backward pass (where the gradients and most fresh temporaries are
-    first written). Counted per micro-batch: with gradient accumulation the gradients stay allocated between
-    micro-batches, so this overstates what the later ones fault."""
-    nbytes = max(0.0, faults.at(batch))
-    t = nbytes / bandwidth
-    return {"forward": [], "backward": [OpTime(t, 0.0, t, 0.0, 0.0, nbytes, "memory", "fp32")]}
+    rate, one memory-bound item per phase by the replay's `shares` (a profile without them: all in the backward
+    pass, where the gradients are first written). Counted per micro-batch: with gradient accumulation the
+    gradients stay allocated between micro-batches, so this overstates what the later ones fault."""
+    total = max(0.0, faults.at(batch))
+    out: dict[str, list[OpTime]] = {"forward": [], "backward": [], "optimizer": []}
+    for phase, share in shares.items():
+        t = total * share / bandwidth
+        out[phase].append(OpTime(t, 0.0, t, 0.0, 0.0, total * share, "memory", "fp32"))
+    return out
 
 
 def unaligned_time(table: OpTable, micro: float, tp: int, cp: int, sp: bool) -> tuple[float, int]:
@@ -505,13 +509,13 @@ def pass_times(table: OpTable, micro, tp, cp, sp) -> dict[str, dict[tuple[str, s
         values = np.unique(micro)
         for region, times_at in table.extra:
             by_micro = {float(v): times_at(float(v)) for v in values}
-            for phase in ("forward", "backward"):
-                key = (region, phase)
+            for phase in ("forward", "backward", "optimizer"):
+                key = ("optimizer", "optimizer") if phase == "optimizer" else (region, phase)
                 for what, field in (("seconds", "seconds"), ("compute_s", "compute_s"), ("memory_s", "memory_s"),
                                     ("overhead_s", "overhead_s"), ("flops", "flops")):  # fmt: skip
-                    add = np.array([sum(getattr(t, field) for t in by_micro[float(v)][phase]) for v in micro])
+                    add = np.array([sum(getattr(t, field) for t in by_micro[float(v)].get(phase, [])) for v in micro])
                     out[what][key] = out[what][key] + add
-                issued = [sum(t.host_calls for t in by_micro[float(v)][phase]) for v in micro]
+                issued = [sum(t.host_calls for t in by_micro[float(v)].get(phase, [])) for v in micro]
                 calls[key] = calls[key] + np.array(issued)
     if table.module_s and not table.host_op_s:
         for what in ("seconds", "overhead_s"):

@@ -120,31 +120,58 @@ class Arena:
         return size
 
 
-def replay(events: Iterable[tuple[int, int]], marks: list[int]) -> list[int]:
-    """Bytes faulted in by each step of an allocation trace: `events` are (address, +size) for an allocation and
-    (address, -size) for a free, in order; `marks` the index of each step's first event (what comes before the
-    first mark, the model's build, faults too but belongs to no step)."""
+def replay_phases(events: Iterable[tuple], marks: list[int]) -> list[dict[str, int]]:
+    """Bytes faulted in by each step of an allocation trace, by phase: `events` are (address, +size) for an
+    allocation and (address, -size) for a free, in order, optionally with a third item naming the training phase
+    the event ran in ("" by default); `marks` the index of each step's first event (what comes before the first
+    mark, the model's build, faults too but belongs to no step)."""
     events = list(events)
     arena, live, out = Arena(), {}, []
     bounds = [*marks, len(events)]
     for k, (begin, end) in enumerate(zip([0, *marks], bounds, strict=False)):
-        before = arena.faulted
-        for address, size in events[begin:end]:
+        step: dict[str, int] = {}
+        for address, size, *phase in events[begin:end]:
+            before = arena.faulted
             if size > 0:
                 live[address] = arena.malloc(size)
             elif address in live:
                 arena.free(live.pop(address))
+            if arena.faulted > before:
+                key = phase[0] if phase else ""
+                step[key] = step.get(key, 0) + arena.faulted - before
         if k:
-            out.append(arena.faulted - before)
+            out.append(step)
     return out
 
 
-def faulted_bytes(events: Iterable[tuple[int, int]], marks: list[int]) -> float:
-    """Median bytes a steady-state step faults in: the steps after the first (which creates the optimizer's
-    state), or the only step there is."""
-    steps = replay(events, marks)
+def replay(events: Iterable[tuple], marks: list[int]) -> list[int]:
+    """Bytes faulted in by each step of an allocation trace (see `replay_phases`)."""
+    return [sum(step.values()) for step in replay_phases(events, marks)]
+
+
+def steady_faults(events: Iterable[tuple], marks: list[int]) -> tuple[float, dict[str, float]]:
+    """(median bytes a steady-state step faults in, each phase's share of them): the steps after the first (which
+    creates the optimizer's state), or the only step there is."""
+    steps = replay_phases(events, marks)
     steady = steps[1:] or steps
-    return float(statistics.median(steady)) if steady else 0.0
+    if not steady:
+        return 0.0, {}
+    total = float(statistics.median(sum(step.values()) for step in steady))
+    by_phase = {p: statistics.median(step.get(p, 0) for step in steady) for p in sorted({p for s in steady for p in s})}
+    whole = sum(by_phase.values())
+    return total, ({p: v / whole for p, v in by_phase.items() if v > 0} if whole > 0 else {})
+
+
+def faulted_bytes(events: Iterable[tuple], marks: list[int]) -> float:
+    """Median bytes a steady-state step faults in (see `steady_faults`)."""
+    return steady_faults(events, marks)[0]
+
+
+def phase(name: str):
+    """The range that names the training phase (forward, backward, optimizer) for `trace`."""
+    import torch
+
+    return torch.profiler.record_function(f"advisor.phase.{name}")
 
 
 @contextlib.contextmanager
@@ -161,15 +188,16 @@ def _quiet_stderr():
         os.close(saved)
 
 
-def trace(build: Callable[[], Callable[[], object]], steps: int = 4) -> tuple[list[tuple[int, int]], list[int]]:
+def trace(build: Callable[[], Callable[[], object]], steps: int = 4) -> tuple[list[tuple[int, int, str]], list[int]]:
     """(events, marks) of a fresh model's build (`build()`, which returns one training step on the CPU) and
-    `steps` calls of that step, from torch.profiler's memory events."""
+    `steps` calls of that step, from torch.profiler's memory events; each event names the phase it ran in, from
+    the step's `advisor.phase.<name>` record_function ranges (see `phase`)."""
     import bisect
 
     import torch
     from torch._C._profiler import _EventType
 
-    marker = "advisor.step"
+    marker, phase_marker = "advisor.step", "advisor.phase."
     # quiet: kineto prints a line to the process's stderr as it starts and stops, and c10 one for a block freed
     # that was allocated before; the model's own warnings showed when it was counted
     with (
@@ -182,10 +210,13 @@ def trace(build: Callable[[], Callable[[], object]], steps: int = 4) -> tuple[li
                 step()
     timed: list[tuple[int, int, int]] = []
     starts: dict[int, int] = {}
+    phases: list[tuple[int, str]] = []
 
     def walk(node) -> None:
         if node.tag == _EventType.Allocation:
             timed.append((node.start_time_ns, node.extra_fields.ptr, node.extra_fields.alloc_size))
+        elif node.name.startswith(phase_marker):
+            phases.append((node.start_time_ns, node.name[len(phase_marker) :]))
         elif node.name.startswith(marker):
             starts[int(node.name[len(marker) :])] = node.start_time_ns
         for child in node.children:
@@ -194,6 +225,12 @@ def trace(build: Callable[[], Callable[[], object]], steps: int = 4) -> tuple[li
     for root in prof.profiler.kineto_results.experimental_event_tree():
         walk(root)
     timed.sort()
-    times = [t for t, _, _ in timed]
+    phases.sort()
+    times, phase_starts = [t for t, _, _ in timed], [t for t, _ in phases]
     marks = [bisect.bisect_left(times, starts[i]) for i in sorted(starts)]
-    return [(ptr, size) for _, ptr, size in timed], marks
+
+    def phase_at(t: int) -> str:  # the phase that began last before t ("" before any)
+        i = bisect.bisect_right(phase_starts, t) - 1
+        return phases[i][1] if i >= 0 else ""
+
+    return [(ptr, size, phase_at(t)) for t, ptr, size in timed], marks

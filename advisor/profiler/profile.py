@@ -248,9 +248,9 @@ def time_steps(
     )
 
 
-def replayed_faults(mf, batch_size: int, precision: str, optimizer: str | None) -> float:
-    """Bytes a steady-state training step of a fresh process faults in on this CPU, by replaying the tensor
-    allocations of a build and four steps through glibc malloc (`heap`)."""
+def replayed_faults(mf, batch_size: int, precision: str, optimizer: str | None) -> tuple[float, dict[str, float]]:
+    """(bytes a steady-state training step of a fresh process faults in on this CPU, each phase's share), by
+    replaying the tensor allocations of a build and four steps through glibc malloc (`heap`)."""
     import contextlib
 
     import torch
@@ -266,16 +266,19 @@ def replayed_faults(mf, batch_size: int, precision: str, optimizer: str | None) 
 
         def step():
             opt.zero_grad(set_to_none=True)
-            with torch.autocast(device_type="cpu", dtype=low) if low is not None else contextlib.nullcontext():
+            autocast = torch.autocast(device_type="cpu", dtype=low) if low is not None else contextlib.nullcontext()
+            with heap.phase("forward"), autocast:
                 loss = forward_loss(mf, model, batch)
-            loss.backward()
-            opt.step()
+            with heap.phase("backward"):
+                loss.backward()
+            with heap.phase("optimizer"):
+                opt.step()
 
         return step
 
     with matmul_precision(precision, "cpu"):
         events, marks = heap.trace(make)
-    return heap.faulted_bytes(events, marks)
+    return heap.steady_faults(events, marks)
 
 
 def glibc() -> bool:
@@ -370,17 +373,19 @@ def profile_model(
         parts = ActivationParts(
             **{k: _mem_fit(first, second, linear, lambda r, k=k: split[r is second][k]) for k in split[0]}
         )
-    step_faults = None
+    step_faults = fault_shares = None
     if dev == "cpu" and faults and glibc():
         tick("allocations")
-        f1, f2 = (
+        (f1, shares), (f2, _) = (
             call_user(lambda b=b: replayed_faults(mf, b, precision, optimizer), mf.path, "replaying steps", b, dev)
             for b in (b1, b2)
         )
         step_faults = Linear.fit(b1, f1, b2, f2) if linear else Linear.proportional(b1, f1)
+        fault_shares = shares or None
     memory = Memory(
         **{k: float(v) for k, v in fixed.items()},
         step_fault_bytes=step_faults,
+        step_fault_shares=fault_shares,
         activation_parts=parts,
         activation_bytes=_mem_fit(first, second, linear, lambda r: r.activation_bytes),
         checkpoint_bytes=_mem_fit(first, second, linear, lambda r: r.checkpoint_bytes),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -33,6 +33,7 @@ Finite = Annotated[float, Field(ge=-LIMIT, le=LIMIT, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, le=LIMIT, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0, le=10**15)]
 Batch = Annotated[int, Field(ge=1, le=MAX_BATCH)]
+Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Text = Annotated[str, Field(max_length=10_000)]
 
 
@@ -181,6 +182,9 @@ class Memory(Strict):
         description="memory a steady-state step of a fresh process faults in from the OS (glibc malloc returns "
         "freed blocks and the heap's top, and the next step touches them again): the step's tensor allocations "
         "replayed through glibc's main arena (advisor/profiler/heap.py); CPU profiles on glibc systems only",
+    )
+    step_fault_shares: dict[Literal["forward", "backward", "optimizer"], Share] | None = Field(
+        None, description="each phase's share of step_fault_bytes at the profile's batch (None: all in backward)"
     )
 
 

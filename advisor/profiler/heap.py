@@ -7,8 +7,9 @@ the top of the heap beyond the trim threshold is released with sbrk. Either way 
 memory faults it in again, page by page, at the OS's first-touch rate (a few GB/s a thread): for an
 embedding-heavy model that is most of its step. What comes back depends on the order and sizes of every
 allocation since the process started, so it is replayed rather than guessed: `trace` records the tensor
-allocations of a fresh model's build and first steps (torch.profiler's memory events), `faulted_bytes`
-replays them through `Arena` and returns the median bytes a steady-state step faults in.
+allocations of a fresh model's build and first steps (torch.profiler's memory events, each named by the training
+phase it ran in), `steady_faults` replays them through `Arena` and returns the median bytes a steady-state step
+faults in and each phase's share of them.
 
 `Arena` follows glibc 2.26+ (malloc/malloc.c) for large blocks: 16-byte chunks with an 8-byte header; best-fit
 reuse of free chunks, coalesced with free neighbours; requests at or above `mmap_threshold` (128 KiB at start)

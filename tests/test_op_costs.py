@@ -204,6 +204,49 @@ def test_wave_quantization_over_the_multiprocessors():
     assert kernels.wave_efficiency(full, gpu, eff, 2.0 * 1408 * 512 * 1280) == pytest.approx(0.55)
 
 
+def test_a_long_reduction_is_split_over_the_idle_multiprocessors():
+    gpu = CPU.model_copy(update={"kind": "gpu", "sm_count": 100})
+    eff = with_(gemm_tile=[128, 128])
+    # a weight gradient (512 x 3072) by (3072 x 512): 4 x 4 = 16 output tiles; split-K: min(floor(100 / 16) = 6,
+    # floor(3072 / 128) = 24) = 6 splits, 96 tiles in one wave of 100: 0.96 (unsplit: 16 / 100 = 0.16)
+    grad_w = record(shapes="[512, 3072], [3072, 512]")
+    assert kernels.wave_efficiency(grad_w, gpu, eff, 2.0 * 512 * 3072 * 512) == pytest.approx(0.96)
+    # a short reduction of 256: at most floor(256 / 128) = 2 splits, 32 tiles: 0.32
+    short = record(shapes="[512, 256], [256, 512]")
+    assert kernels.wave_efficiency(short, gpu, eff, 2.0 * 512 * 256 * 512) == pytest.approx(0.32)
+    # an implicit-GEMM convolution does not split: N=1 x 64 x 8 x 8 by 64 channels, 3x3: M = 64 rows, 1 x 1 tile
+    conv = record(op="aten.convolution", shapes="[1, 64, 8, 8], [64, 64, 3, 3]")
+    assert kernels.wave_efficiency(conv, gpu, eff, 2.0 * 64 * 64 * 576) == pytest.approx(0.01)
+
+
+def test_a_slower_dtype_reads_the_size_curve_at_the_time_it_takes():
+    # the matrix curve is a share of the 16-bit tensor-core peak: 0.2 below 1e9 FLOPs, 0.8 from 1e9 on
+    curve = [{"min_size": 0, "efficiency": 0.2}, {"min_size": 1e9, "efficiency": 0.8}]
+    gpu = CPU.model_copy(
+        update={"kind": "gpu", "matrix_flops": CPU.matrix_flops.model_copy(update={"fp16": 8e13, "fp32": 1e13})}
+    )
+    eff = with_(matrix=curve, matrix_reference="fp16")
+    # a 2e8-FLOP fp32 GEMM takes 2e8 / 1e13 = 20 µs at peak, the time of 2e8 x 8 = 1.6e9 fp16 FLOPs: η 0.8, so
+    # 2e8 / (1e13 x 0.8) = 25 µs + 10 µs overhead; the same GEMM in fp16 stays at η 0.2: 2e8 / (8e13 x 0.2) = 12.5 µs
+    gemm = record(flops=2e8)
+    assert op_time(gpu, eff, 2e8, 0.0, 1, "matrix", "fp32", phase="forward", op="aten.mm").seconds == pytest.approx(
+        35e-6
+    )
+    assert op_time(gpu, eff, 2e8, 0.0, 1, "matrix", "fp16", phase="forward", op="aten.mm").seconds == pytest.approx(
+        22.5e-6
+    )
+    assert profile_op_time(gemm, gpu, eff, "fp32", "fp32", 1).seconds == pytest.approx(35e-6)
+    # without a reference dtype, or with a curve measured for fp32 (calibration), the curve is read as it stands
+    assert op_time(gpu, with_(matrix=curve), 2e8, 0.0, 1, "matrix", "fp32", phase="forward").seconds == (
+        pytest.approx(110e-6)
+    )  # 2e8 / (1e13 x 0.2) = 100 µs + 10 µs
+    measured = with_(matrix=curve, matrix_reference="fp16", matrix_by_dtype={"fp32": curve})
+    assert op_time(gpu, measured, 2e8, 0.0, 1, "matrix", "fp32", phase="forward").seconds == pytest.approx(110e-6)
+    # convolutions keep their own size lookup (conv_scale was fitted on it): 110 µs
+    conv = op_time(gpu, eff, 2e8, 0.0, 1, "matrix", "fp32", phase="forward", op="aten.convolution")
+    assert conv.seconds == pytest.approx(110e-6)
+
+
 def test_unaligned_16bit_gemms_run_at_the_element_wise_kernels_rate():
     gpu = CPU.model_copy(
         update={"kind": "gpu", "sm_count": 100, "boost_clock": 2e9, "matrix_flops": CPU.matrix_flops.model_copy(

@@ -182,6 +182,12 @@ class Efficiency(Strict):
     matrix_by_dtype: dict[str, Curve] = Field(
         {}, description="matmul/conv efficiency curve per dtype (fp32, bf16...); overrides `matrix` for that dtype"
     )
+    matrix_reference: str | None = Field(
+        None,
+        description="dtype whose matrix peak the `matrix` curve is a fraction of (a GPU's 16-bit tensor cores): a "
+        "GEMM at a slower dtype (fp32 on CUDA cores, tf32) looks the curve up at the FLOPs the reference dtype does "
+        "in the same time, since what the curve describes (a kernel's ramp, its tail wave) is paid in time",
+    )
     phase_overhead_s: dict[Literal[PHASES], Duration] = Field(
         {},
         description="fixed cost per op in each phase of eager training (module calls, autograd); "

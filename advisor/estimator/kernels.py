@@ -10,7 +10,8 @@ a profile record (op, shapes, layout) into adjustments of its roofline time, per
 - Layout: a 16-bit tensor-core convolution on NCHW input is bracketed by transposes to NHWC and back
   (`nchw_transpose`): its input and output cross memory once more each way.
 - Wave quantization: a GEMM or implicit-GEMM convolution runs as ceil(M/tm)·ceil(N/tn) output tiles over
-  `sm_count` multiprocessors; the last, partial wave costs a full one.
+  `sm_count` multiprocessors; the last, partial wave costs a full one. A GEMM with too few tiles and a long
+  reduction (a weight gradient) splits the reduction over the idle multiprocessors (split-K, `wave_share`).
 - Alignment: a 16-bit GEMM whose dimensions are not all multiples of `tensor_core_channels` (16 bytes) cannot
   use the vectorized tensor-core kernels; the library falls back to ones that load element by element
   (CUTLASS align1/align2), which run at about `unaligned_gemm_flops_per_clock` per multiprocessor and clock
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import math
 import re
+
+import numpy as np
 
 from advisor.catalog.schema import Device, Efficiency
 from advisor.profiler.schema import OpRecord
@@ -208,7 +211,20 @@ def wave_efficiency(op: OpRecord, device: Device, eff: Efficiency, flops_per_cal
         return 1.0
     n, k, batches = dims
     m = max(1, round(flops_per_call / (2.0 * batches * n * k)))
-    tiles = math.ceil(m / tm) * math.ceil(n / tn) * batches
     slots = device.sm_count * max(1, eff.tiles_per_sm or 1)
-    waves = math.ceil(tiles / slots)
+    return float(wave_share(m, n, k, batches, (tm, tn), slots, op.op not in CONV_FORWARD))
+
+
+def wave_share(m, n, k, batches, tile: tuple[int, int], slots: float, split=True):
+    """tiles / (waves · slots) of GEMMs of m x k by k x n (scalars or numpy arrays). Where the output has fewer
+    tiles than the device has slots and the reduction is long (a weight gradient: k = the tokens), the library
+    splits k across the idle multiprocessors and adds the partial tiles after (split-K, CUTLASS's "Split-K" and
+    cuBLAS's heuristics for small-M/N, large-K problems): splits = the slots the tiles leave idle, each keeping a
+    reduction of at least the tile's longer side, so the partial sums it writes stay small against its loads.
+    `split` False (a scalar or an array): a kernel that does not split (an implicit-GEMM convolution)."""
+    tm, tn = tile
+    tiles = np.ceil(m / tm) * np.ceil(n / tn) * batches
+    splits = np.maximum(1.0, np.minimum(np.floor(slots / tiles), np.floor(k / max(tm, tn))))
+    tiles = tiles * np.where(split, splits, 1.0)
+    waves = np.ceil(tiles / slots)
     return tiles / (waves * slots)

@@ -31,6 +31,7 @@ from advisor.estimator import kernels
 from advisor.estimator.fused import recurrent_modules, replaced_modules, rnn_times
 from advisor.estimator.parallel.tensor import Roles
 from advisor.estimator.roofline import (
+    CONV_OPS,
     REUSE_CAP,
     SCATTERS,
     STATE_INIT,
@@ -40,6 +41,7 @@ from advisor.estimator.roofline import (
     efficiency_source,
     overhead_for,
     peak_for,
+    size_factor,
     within,
 )
 from advisor.profiler.schema import Profile
@@ -91,6 +93,7 @@ class OpTable:
     dtypes: list[str]
     cap: np.ndarray  # index into `curves` of a GEMM's cap by FLOPs per byte (-1: none)
     scale: np.ndarray  # of the size curve (convolutions without an intensity curve)
+    size_scale: np.ndarray  # FLOPs multiplier of the size-curve lookup (roofline.size_factor)
     op_curve: np.ndarray  # index into `curves` of the op's own measured curve by bytes per call (-1: none)
     min_s: np.ndarray  # least body time of one call
     live: np.ndarray  # 0 for records a steady-state step on this device does not run
@@ -103,6 +106,7 @@ class OpTable:
     pad: np.ndarray  # share of a padded convolution's tensor-core lanes that do real work (1: no padding)
     f_profile: np.ndarray  # FLOPs at the profile's batch
     wave: np.ndarray  # N × 3: (n, k, batches) of a tensor-core GEMM or convolution for wave quantization, 0: none
+    split_k: np.ndarray  # GEMMs (not convolutions): the library may split a long reduction over idle slots
     slots: float  # tile slots of the device (sm_count × tiles per SM), 0: no wave quantization
     flops_cap: np.ndarray  # FLOP/s a GEMM on the library's unaligned kernels reaches at most (0: no limit)
     tile: tuple[int, int]
@@ -321,6 +325,13 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     n = len(rec.rows)
     peaks = {unit: peak_for(device, *unit)[0] or np.nan for unit in set(part.units) if unit is not None}
     peak = np.array([0.0 if unit is None else peaks[unit] for unit in part.units]) if n else np.zeros(0)
+    factors = {unit: size_factor(device, eff, unit[0], peaks[unit]) for unit in peaks}
+    size_scale = np.array(
+        [
+            factors[u] if u is not None and r[1] == "matrix" and r[3] not in CONV_OPS else 1.0
+            for u, r in zip(part.units, rec.rows, strict=True)
+        ]  # fmt: skip
+    )
     extra = []
     for rnn in profile.rnns:
         if rnn.module not in part.fused:
@@ -357,6 +368,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         dtypes=[r[2] for r in rec.rows],
         cap=part.cap.astype(int),
         scale=part.scale,
+        size_scale=size_scale,
         op_curve=part.op_curve.astype(int),
         min_s=part.min_s,
         live=part.live,
@@ -369,6 +381,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         pad=part.pad,
         f_profile=part.f_profile,
         wave=part.wave,
+        split_k=np.array([r[3] not in CONV_OPS for r in rec.rows], dtype=bool),
         slots=slots,
         flops_cap=np.where(part.unaligned, kernels.unaligned_cap(device, eff), 0.0),
         tile=tuple(eff.gemm_tile) if eff.gemm_tile else (1, 1),
@@ -436,7 +449,7 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     for k, curve in enumerate(table.curves):
         uses = table.curve == k
         if uses.any():
-            eta[:, uses] = _at(curve, f_call[:, uses]) * table.scale[uses]
+            eta[:, uses] = _at(curve, f_call[:, uses] * table.size_scale[uses]) * table.scale[uses]
     for k, curve in enumerate(table.curves):
         convs = table.conv == k
         if convs.any():
@@ -489,10 +502,10 @@ def _wave(table: OpTable, f_call: np.ndarray) -> np.ndarray:
     has = n > 0
     safe = np.where(has, 2.0 * batches * n * k, 1.0)
     m = np.maximum(1.0, np.round(f_call / safe))
-    tm, tn = table.tile
-    tiles = np.ceil(m / tm) * np.ceil(np.where(has, n, 1.0) / tn) * np.where(has, batches, 1.0)
-    waves = np.ceil(tiles / table.slots)
-    return np.where(has & (f_call > 0), tiles / (waves * table.slots), 1.0)
+    share = kernels.wave_share(
+        m, np.where(has, n, 1.0), k, np.where(has, batches, 1.0), table.tile, table.slots, table.split_k
+    )
+    return np.where(has & (f_call > 0), share, 1.0)
 
 
 def pass_times(table: OpTable, micro, tp, cp, sp) -> dict[str, dict[tuple[str, str], np.ndarray]]:

@@ -109,6 +109,18 @@ def efficiency_source(eff: Efficiency, category: str, dtype: str, op: str | None
     return None, curve, None, cap, 1.0
 
 
+def size_factor(device: Device, eff: Efficiency, dtype: str, peak: float | None) -> float:
+    """How many FLOPs of the family's reference dtype (`matrix_reference`) take the time of one FLOP of a GEMM
+    that runs at `peak` (1: same speed or faster, no reference, or a curve measured for its own dtype): the
+    `matrix` size curve is looked up at FLOPs x this factor."""
+    if not eff.matrix_reference or not peak or canonical_dtype(dtype) in eff.matrix_by_dtype:
+        return 1.0
+    if dtype == "tf32" and "fp32" in eff.matrix_by_dtype:
+        return 1.0
+    reference = device.matrix_flops.get(eff.matrix_reference)
+    return max(1.0, reference / peak) if reference else 1.0
+
+
 def compute_efficiency(
     eff: Efficiency,
     category: str,
@@ -116,6 +128,7 @@ def compute_efficiency(
     flops_per_call: float,
     op: str | None = None,
     bytes_per_call: float = 0.0,
+    size_scale: float = 1.0,
 ) -> float:
     """η of a compute-bound op. A matmul-class op follows a matmul curve (the calibrated one of its dtype
     where there is one) even when it lands on the vector units, as fp32 GEMMs do on a CPU: its efficiency
@@ -128,7 +141,7 @@ def compute_efficiency(
     constant, curve, conv, cap, scale = efficiency_source(eff, category, dtype, op)
     if constant is not None:
         return constant
-    by_size = Efficiency.at(curve, flops_per_call)
+    by_size = Efficiency.at(curve, flops_per_call * size_scale)
     if bytes_per_call <= 0:
         return by_size
     intensity = flops_per_call / bytes_per_call
@@ -186,7 +199,8 @@ def op_time(
         if f_call > 0 and category != "memory":
             peak, unit = peak_for(device, dtype, "vector" if vector_unit else category)
             b_cap = b_call if cap_bytes is None else cap_bytes / calls
-            eta = compute_efficiency(eff, category, dtype, f_call, op, b_cap) * eta_scale
+            scale = size_factor(device, eff, dtype, peak) if op not in CONV_OPS else 1.0
+            eta = compute_efficiency(eff, category, dtype, f_call, op, b_cap, scale) * eta_scale
             t_cmp = f_call / (peak * eta)
             if flops_cap > 0:
                 t_cmp = max(t_cmp, f_call / flops_cap)

@@ -330,7 +330,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         [
             factors[u] if u is not None and r[1] == "matrix" and r[3] not in CONV_OPS else 1.0
             for u, r in zip(part.units, rec.rows, strict=True)
-        ]  # fmt: skip
+        ]
     )
     extra = []
     for rnn in profile.rnns:

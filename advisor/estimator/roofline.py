@@ -92,6 +92,11 @@ CONV_OPS = (*CONV_FORWARD, "aten.convolution_backward")
 GEMM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.matmul", "aten.linear")
 
 
+def matrix_curve(eff: Efficiency, dtype: str):
+    """The matmul curve a dtype reads: its calibrated one (tf32 falls back to fp32's), else the family's."""
+    return eff.matrix_by_dtype.get(dtype) or eff.matrix_by_dtype.get("fp32" if dtype == "tf32" else "") or eff.matrix
+
+
 def efficiency_source(eff: Efficiency, category: str, dtype: str, op: str | None = None) -> tuple:
     """Where an op's compute η comes from: (constant η, None, None, None, 1), or (None, matmul curve by FLOPs
     per call, convolution curve by FLOPs per byte that replaces it or None, cap by FLOPs per byte that the size
@@ -101,7 +106,7 @@ def efficiency_source(eff: Efficiency, category: str, dtype: str, op: str | None
         return eff.op_efficiency[op], None, None, None, 1.0
     if category != "matrix":
         return eff.vector, None, None, None, 1.0
-    curve = eff.matrix_by_dtype.get(dtype) or eff.matrix_by_dtype.get("fp32" if dtype == "tf32" else "") or eff.matrix
+    curve = matrix_curve(eff, dtype)
     if op in CONV_OPS:
         conv = (eff.conv_backward_by_intensity if op == "aten.convolution_backward" else None) or eff.conv_by_intensity
         return None, curve, conv, None, 1.0 if conv else (eff.conv_scale or 1.0)
@@ -113,9 +118,7 @@ def size_factor(device: Device, eff: Efficiency, dtype: str, peak: float | None)
     """How many FLOPs of the family's reference dtype (`matrix_reference`) take the time of one FLOP of a GEMM
     that runs at `peak` (1: same speed or faster, no reference, or a curve measured for its own dtype): the
     `matrix` size curve is looked up at FLOPs x this factor."""
-    if not eff.matrix_reference or not peak or canonical_dtype(dtype) in eff.matrix_by_dtype:
-        return 1.0
-    if dtype == "tf32" and "fp32" in eff.matrix_by_dtype:
+    if not eff.matrix_reference or not peak or matrix_curve(eff, dtype) is not eff.matrix:
         return 1.0
     reference = device.matrix_flops.get(eff.matrix_reference)
     return max(1.0, reference / peak) if reference else 1.0
@@ -199,7 +202,7 @@ def op_time(
         if f_call > 0 and category != "memory":
             peak, unit = peak_for(device, dtype, "vector" if vector_unit else category)
             b_cap = b_call if cap_bytes is None else cap_bytes / calls
-            scale = size_factor(device, eff, dtype, peak) if op not in CONV_OPS else 1.0
+            scale = size_factor(device, eff, dtype, peak) if category == "matrix" and op not in CONV_OPS else 1.0
             eta = compute_efficiency(eff, category, dtype, f_call, op, b_cap, scale) * eta_scale
             t_cmp = f_call / (peak * eta)
             if flops_cap > 0:

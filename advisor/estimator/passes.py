@@ -326,10 +326,11 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     peaks = {unit: peak_for(device, *unit)[0] or np.nan for unit in set(part.units) if unit is not None}
     peak = np.array([0.0 if unit is None else peaks[unit] for unit in part.units]) if n else np.zeros(0)
     factors = {unit: size_factor(device, eff, unit[0], peaks[unit]) for unit in peaks}
+    gemm = np.array([r[3] not in CONV_OPS for r in rec.rows], dtype=bool)  # convolutions neither rescale nor split
     size_scale = np.array(
         [
-            factors[u] if u is not None and r[1] == "matrix" and r[3] not in CONV_OPS else 1.0
-            for u, r in zip(part.units, rec.rows, strict=True)
+            factors[u] if u is not None and r[1] == "matrix" and g else 1.0
+            for u, r, g in zip(part.units, rec.rows, gemm, strict=True)
         ]
     )
     extra = []
@@ -381,7 +382,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         pad=part.pad,
         f_profile=part.f_profile,
         wave=part.wave,
-        split_k=np.array([r[3] not in CONV_OPS for r in rec.rows], dtype=bool),
+        split_k=gemm,
         slots=slots,
         flops_cap=np.where(part.unaligned, kernels.unaligned_cap(device, eff), 0.0),
         tile=tuple(eff.gemm_tile) if eff.gemm_tile else (1, 1),

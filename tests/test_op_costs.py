@@ -219,6 +219,20 @@ def test_a_long_reduction_is_split_over_the_idle_multiprocessors():
     assert kernels.wave_efficiency(conv, gpu, eff, 2.0 * 64 * 64 * 576) == pytest.approx(0.01)
 
 
+def test_a_device_runs_its_tensor_cores_at_its_measured_share_of_the_family_curves():
+    gpu = CPU.model_copy(
+        update={"kind": "gpu", "matrix_flops": CPU.matrix_flops.model_copy(update={"fp16": 1e14}), "gemm_share": 1.0}
+    )
+    eff = with_(gemm_share=0.8)  # the family's curves assume 0.8 of the peak; this card measured 1.0
+    # 1e9 FLOPs at 1e14 x (1.0 / 0.8) x η 0.5 = 16 µs, + 10 µs overhead (26 µs); at the family's rate 20 + 10 = 30 µs
+    assert op_time(gpu, eff, 1e9, 0.0, 1, "matrix", "fp16", phase="forward").seconds == pytest.approx(26e-6)
+    assert op_time(gpu, with_(), 1e9, 0.0, 1, "matrix", "fp16", phase="forward").seconds == pytest.approx(30e-6)
+    # an fp32 GEMM on the vector units keeps its rate: 1e9 / (1e11 x 0.5) = 20 ms, + 10 µs
+    assert op_time(gpu, eff, 1e9, 0.0, 1, "matrix", "fp32", phase="forward").seconds == pytest.approx(20.01e-3)
+    # memory-bound work is untouched: 1e6 bytes / (1e10 x 0.5) = 200 µs, + 10 µs
+    assert op_time(gpu, eff, 1e6, 1e6, 1, "matrix", "fp16", phase="forward").seconds == pytest.approx(210e-6)
+
+
 def test_a_slower_dtype_reads_the_size_curve_at_the_time_it_takes():
     # the matrix curve is a share of the 16-bit tensor-core peak: 0.2 below 1e9 FLOPs, 0.8 from 1e9 on
     curve = [{"min_size": 0, "efficiency": 0.2}, {"min_size": 1e9, "efficiency": 0.8}]

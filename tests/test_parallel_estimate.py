@@ -77,7 +77,7 @@ def test_the_op_table_is_profile_op_time_per_record(cat):
     for name in ("gpt2_124m", "llama3_8b", "vit_b16"):
         prof = api.profile_from(name)
         r = roles(prof, prof.structure)
-        for dev_id in ("h100-sxm", "tpu-v5p", "a100-80gb-sxm", "v100-sxm2-16gb"):
+        for dev_id in ("h100-sxm", "tpu-v5p", "a100-80gb-sxm", "v100-sxm2-16gb", "h100-pcie", "rtx-4090"):
             device = cat.devices[dev_id]
             eff = cat.efficiency[device.efficiency]
             for precision in ("bf16-mixed", "fp32", "tf32"):

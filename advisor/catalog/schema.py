@@ -93,6 +93,15 @@ class Device(Strict):
     boost_clock: Frequency | None = Field(
         None, description="GPUs: the datasheet's boost clock, for kernels limited per multiprocessor and clock"
     )
+    gemm_share: float | None = Field(
+        None,
+        gt=0,
+        le=1.5,
+        description="GPUs: the best 16-bit GEMM rate measured on this device (square torch.matmul, the best of "
+        "several sizes) over its dense fp16 matrix peak; against its efficiency family's `gemm_share` it scales "
+        "the tensor-core rate the family's matrix curves assume (a card that runs at its datasheet rate, or a "
+        "power-limited one below it)",
+    )
     tensorcores_per_chip: int | None = Field(
         None, ge=1, le=16, description="TPUs: TensorCores per chip (slice names count cores for v2-v4 and v5p)"
     )
@@ -181,6 +190,14 @@ class Efficiency(Strict):
     # Calibrated fields (written by `advisor calibrate`; optional, so datasheet profiles need none of them).
     matrix_by_dtype: dict[str, Curve] = Field(
         {}, description="matmul/conv efficiency curve per dtype (fp32, bf16...); overrides `matrix` for that dtype"
+    )
+    gemm_share: float | None = Field(
+        None,
+        gt=0,
+        le=1.5,
+        description="the measured best-shape GEMM share (devices' `gemm_share`) the matrix curves assume: the "
+        "median of the family's measured devices; a device with its own figure runs its tensor cores at "
+        "device / family times the curves' rate",
     )
     matrix_reference: str | None = Field(
         None,

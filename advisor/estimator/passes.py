@@ -39,6 +39,7 @@ from advisor.estimator.roofline import (
     byte_scale,
     effective_dtype,
     efficiency_source,
+    gemm_factor,
     overhead_for,
     peak_for,
     size_factor,
@@ -323,9 +324,12 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     rec = _records(profile, roles, precision)
     part = _eff_part(profile, rec, eff)
     n = len(rec.rows)
-    peaks = {unit: peak_for(device, *unit)[0] or np.nan for unit in set(part.units) if unit is not None}
-    peak = np.array([0.0 if unit is None else peaks[unit] for unit in part.units]) if n else np.zeros(0)
+    runs_on = {unit: peak_for(device, *unit) for unit in set(part.units) if unit is not None}
+    peaks = {unit: peak or np.nan for unit, (peak, _) in runs_on.items()}
     factors = {unit: size_factor(device, eff, unit[0], peaks[unit]) for unit in peaks}
+    tensor = gemm_factor(device, eff)  # the device's tensor cores against its family's curves
+    peaks = {unit: peaks[unit] * tensor if where == "matrix" else peaks[unit] for unit, (_, where) in runs_on.items()}
+    peak = np.array([0.0 if unit is None else peaks[unit] for unit in part.units]) if n else np.zeros(0)
     gemm = np.array([r[3] not in CONV_OPS for r in rec.rows], dtype=bool)  # convolutions neither rescale nor split
     size_scale = np.array(
         [

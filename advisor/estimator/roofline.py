@@ -114,6 +114,14 @@ def efficiency_source(eff: Efficiency, category: str, dtype: str, op: str | None
     return None, curve, None, cap, 1.0
 
 
+def gemm_factor(device: Device, eff: Efficiency) -> float:
+    """How much faster (or slower) this device's tensor cores run than its family's matrix curves assume: its
+    measured best-shape GEMM share over the family's (1 where either is missing)."""
+    if device.gemm_share and eff.gemm_share:
+        return device.gemm_share / eff.gemm_share
+    return 1.0
+
+
 def size_factor(device: Device, eff: Efficiency, dtype: str, peak: float | None) -> float:
     """How many FLOPs of the family's reference dtype (`matrix_reference`) take the time of one FLOP of a GEMM
     that runs at `peak` (1: same speed or faster, no reference, or a curve measured for its own dtype): the
@@ -203,6 +211,8 @@ def op_time(
             peak, unit = peak_for(device, dtype, "vector" if vector_unit else category)
             b_cap = b_call if cap_bytes is None else cap_bytes / calls
             scale = size_factor(device, eff, dtype, peak) if category == "matrix" and op not in CONV_OPS else 1.0
+            if unit == "matrix":
+                peak *= gemm_factor(device, eff)
             eta = compute_efficiency(eff, category, dtype, f_call, op, b_cap, scale) * eta_scale
             t_cmp = f_call / (peak * eta)
             if flops_cap > 0:

@@ -120,6 +120,22 @@ def test_boost_clocks_agree_with_the_vector_peaks(catalog):
         assert min(abs(cores / 64 - 1), abs(cores / 128 - 1)) < 0.015, (dev.id, cores)
 
 
+def test_a_familys_gemm_share_is_the_median_of_its_measured_cards(catalog):
+    """Each NVIDIA family's curves assume the median best-shape GEMM share of its measured cards (Ampere: A100 SXM
+    0.829, A100 PCIe 0.774, RTX A6000 0.778, RTX 3090 1.065 -> (0.778 + 0.829) / 2 = 0.8035), so no card's figure is
+    silently off its family's reference; the V100 32 GB repeats the 16 GB part's figure."""
+    import statistics
+
+    measured: dict[str, list[float]] = {}
+    for dev in catalog.devices.values():
+        if dev.gemm_share:
+            measured.setdefault(dev.efficiency, []).append(dev.gemm_share)
+    assert set(measured) == {f"nvidia-{f}" for f in ("volta", "turing", "ampere", "ada", "hopper", "blackwell")}
+    for family, shares in measured.items():
+        assert catalog.efficiency[family].gemm_share == pytest.approx(statistics.median(shares), abs=0.001), family
+    assert catalog.efficiency["nvidia-ampere"].gemm_share == pytest.approx(0.8035, abs=0.001)
+
+
 def test_no_bf16_on_volta_and_turing(catalog):
     for dev_id in ("v100-sxm2-32gb", "t4"):
         assert "bf16" not in catalog.devices[dev_id].dtypes()

@@ -71,6 +71,35 @@ def test_band_by_family_and_kind_then_all_kinds_then_widened(banded):
     assert "no validation runs cover google-tpu" in basis
 
 
+def test_a_device_whose_own_runs_were_further_off_takes_its_own_wider_band(banded):
+    from advisor.catalog.schema import AccuracyBand
+
+    lean = {**band("d-h200", "h200", "any", 0.27), "bias": 0.27}
+    near = band("d-h100", "h100-sxm", "any", 0.05)
+    cat = banded.model_copy(
+        update={"accuracy": {**banded.accuracy, "d-h200": AccuracyBand(**lean), "d-h100": AccuracyBand(**near)}}
+    )
+    cnn = api.profile_from("resnet50")
+    # Hopper has only an all-kinds band (0.3): a cnn takes 1.5 x 0.3 = 0.45 on any Hopper device
+    h100, h200 = cat.devices["h100-sxm"], cat.devices["h200"]
+    assert band_for(cat, h100, cat.efficiency[h100.efficiency], cnn)[0] == pytest.approx(0.45)
+    assert band_for(cat, h200, cat.efficiency[h200.efficiency], cnn)[0] == pytest.approx(0.45)
+    # a GPT-like model on an Ampere card: its family's cnn band does not apply, 'any' 0.2 x 1.5 = 0.3; the H200's
+    # own 0.27 is narrower than Hopper's 0.45, so the family's stands; its own wins only when wider:
+    a100 = cat.devices["a100-80gb-sxm"]
+    lean_a100 = {**band("d-a100", "a100-80gb-sxm", "any", 0.4), "bias": -0.35}
+    cat2 = cat.model_copy(update={"accuracy": {**cat.accuracy, "d-a100": AccuracyBand(**lean_a100)}})
+    value, basis = band_for(cat2, a100, cat2.efficiency[a100.efficiency], cnn)  # family's cnn band 0.1 < 0.4
+    assert value == pytest.approx(0.4)
+    assert basis.startswith("±40%: wider than its family's ±10%: five test runs of any")
+    assert basis.endswith("came out 35% slower than measured on average")
+    # a device band never counts as a family's when an uncovered family borrows the median (TPU: as before)
+    tpu = cat2.devices["tpu-v5p"]
+    assert band_for(cat2, tpu, cat2.efficiency[tpu.efficiency], api.profile_from("gpt2_124m"))[0] == pytest.approx(
+        0.2625
+    )
+
+
 def test_calibrated_cpu_takes_the_band_of_its_thread_count(banded):
     cpu = banded.devices["epyc-9654"]
     calibrated = banded.efficiency[cpu.efficiency].model_copy(update={"calibration_threads": 2})

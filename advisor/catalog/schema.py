@@ -398,8 +398,9 @@ class AccuracyBand(Strict):
 
     id: Id
     applies_to: Id = Field(
-        description="an efficiency profile id (a device family, e.g. nvidia-ampere), or calibrated-cpu / "
-        "calibrated-gpu for any device measured by `advisor calibrate`"
+        description="an efficiency profile id (a device family, e.g. nvidia-ampere), calibrated-cpu / "
+        "calibrated-gpu for any device measured by `advisor calibrate`, or a device id (that device's own runs: "
+        "its estimates take the wider of its family's band and this one)"
     )
     workload: WorkloadKind = Field(description="kind of model: cnn, transformer, rnn, recommender, mlp, or any")
     threads: int | None = Field(None, ge=1, le=4096, description="CPU: torch threads of the validation runs")

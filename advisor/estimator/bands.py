@@ -6,7 +6,9 @@ validation results the benchmarks commit (catalog/accuracy-*.yaml), widened wher
 A calibrated device (measured by `advisor calibrate`) takes the band of calibrated devices of its kind at the
 calibration's thread count. A family with no band of the workload's kind takes its band over all kinds times
 WIDEN (its runs are of other kinds); a family with no validation at all takes the median band of the validated
-families (same workload kind where there are some), times WIDEN, at least MIN_UNCOVERED. Both say so.
+families (same workload kind where there are some), times WIDEN, at least MIN_UNCOVERED. Both say so. A device
+whose own validation runs (a band that applies to its id) were further off than its family's band takes its own,
+wider one, and says which way its runs leaned.
 """
 
 from __future__ import annotations
@@ -72,6 +74,24 @@ def band_for(
 ) -> tuple[float, str]:
     """(error band as a fraction, its basis in words) for an estimate of `profile` on `device`; `kind` is
     the profile's workload kind when the caller knows it already."""
+    value, basis = _family_band(catalog, device, eff, profile, kind)
+    own = (
+        None
+        if calibrated(device, eff)
+        else _pick([b for b in catalog.accuracy.values() if b.applies_to == device.id], None)
+    )
+    if own is None or own.error_band <= value:
+        return value, basis
+    lean = "faster" if own.bias > 0 else "slower"
+    return own.error_band, (
+        f"±{own.error_band:.0%}: wider than its family's ±{value:.0%}: {own.basis}, {own.as_of}; estimates there "
+        f"came out {abs(own.bias):.0%} {lean} than measured on average"
+    )
+
+
+def _family_band(
+    catalog: Catalog, device: Device, eff: Efficiency, profile: Profile, kind: str | None = None
+) -> tuple[float, str]:
     kind = kind or workload_kind(profile)
     family = f"calibrated-{device.kind}" if calibrated(device, eff) else eff.id
     threads = eff.calibration_threads
@@ -86,9 +106,8 @@ def band_for(
             f"±{value:.0%}: no {kind} runs of its own: {WIDEN:g} x the ±{band.error_band:.0%} of all kinds "
             f"({band.basis}, {band.as_of})"
         )
-    others = [b for b in catalog.accuracy.values() if b.workload == kind] or [
-        b for b in catalog.accuracy.values() if b.workload == "any"
-    ]
+    families = [b for b in catalog.accuracy.values() if b.applies_to not in catalog.devices]
+    others = [b for b in families if b.workload == kind] or [b for b in families if b.workload == "any"]
     if not others:
         return 1.0, "no validation results in the catalog (catalog/accuracy-*.yaml): ±100 % assumed"
     typical = statistics.median(b.error_band for b in others)

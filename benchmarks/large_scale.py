@@ -5,11 +5,11 @@ with the row's own layout, hardware, precision and batch, and compared in the ro
     python benchmarks/large_scale.py --fit      # fit each family's efficiency on tuning rows only (never report rows)
 
 Each row's model file (benchmarks/large_models/<model>.py) is profiled on meta once (batch 1 and 2, bf16-mixed or
-the file's PRECISION) and cached under benchmarks/.cache/ by the file's sha256, so the first run takes about ten
-minutes and later runs seconds. The estimate is advisor's `estimate()` with no per-row or per-model input beyond
-what the row states: the catalog's devices, instances and family efficiency profiles, the same for every row. A
-row runs on its catalog instance's node (devices per node, fabric, network), with as many nodes as its devices
-need, beyond the instance's `max_nodes` where the source ran a larger cluster.
+the file's PRECISION) and cached under benchmarks/.cache/ by the sha256 of the file and of the profiler's sources,
+so the first run takes about ten minutes and later runs seconds. The estimate is advisor's `estimate()` with no
+per-row or per-model input beyond what the row states: the catalog's devices, instances and family efficiency
+profiles, the same for every row. A row runs on its catalog instance's node (devices per node, fabric, network),
+with as many nodes as its devices need, beyond the instance's `max_nodes` where the source ran a larger cluster.
 
 Conversions to the row's unit (benchmarks/data/README_large.md, "Units and FLOP conventions"): step_time_s as is;
 tokens_per_s_per_gpu = global batch × sequence / (step × devices); model_tflops_per_gpu = the source's FLOPs per
@@ -76,7 +76,10 @@ def profile_for(model: str):
     """The model file's profile, from the cache when neither the file nor the helpers it builds on (_*.py) have
     changed."""
     path = MODELS / f"{model}.py"
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in [path, *sorted(MODELS.glob("_*.py"))])).hexdigest()[:16]
+    from profile_cache import profiler_digest  # benchmarks/ is the script's own folder, first on sys.path
+
+    sources = b"".join(p.read_bytes() for p in [path, *sorted(MODELS.glob("_*.py"))])
+    digest = hashlib.sha256(sources + profiler_digest()).hexdigest()[:16]
     cached = CACHE / f"{model}-{digest}.yaml"
     if cached.is_file():
         return load_profile(cached)

@@ -95,6 +95,8 @@ def profile_for(row: dict, extra: Path | None, profiles: dict):
     """The meta profile of the row's model at its precision and optimizer (cached by model file hash)."""
     import hashlib
 
+    from profile_cache import profiler_digest  # benchmarks/ is the script's own folder, first on sys.path
+
     from advisor.profiler.profile import profile_model
     from advisor.profiler.schema import load_profile, save_profile
 
@@ -107,7 +109,7 @@ def profile_for(row: dict, extra: Path | None, profiles: dict):
     key = (row["model"], precision, optimizer, nhwc)
     if key in profiles:
         return profiles[key]
-    digest = hashlib.sha256(path.read_bytes() + CHANNELS_LAST.encode() * nhwc).hexdigest()[:12]
+    digest = hashlib.sha256(path.read_bytes() + CHANNELS_LAST.encode() * nhwc + profiler_digest()).hexdigest()[:12]
     layout = "-nhwc" if nhwc else ""
     cached = CACHE / f"{row['model']}{layout}-{precision}-{optimizer or 'file'}-{digest}.yaml"
     if nhwc:

@@ -37,6 +37,22 @@ def test_sgd_and_pure_bf16_memory():
     assert m.activation_bytes.per_sample == 96  # 16*2 + 32*2
 
 
+def test_the_optimizer_step_recorded_is_the_steady_one():
+    """SGD with momentum: the first step copies each gradient into a new buffer (a clone); every later step scales
+    the buffer, adds the gradient and updates the parameter. The profile holds the later step."""
+    p = profile_model(MLP, batch_size=4, device="meta", optimizer="sgd")  # meta: the multi-tensor path
+    ops = {o.op: o for o in p.ops if o.phase == "optimizer"}
+    assert "aten.clone" not in ops and "aten._foreach_mul_" in ops
+    # buf.mul_(0.9) over the 4 parameter tensors: reads and writes 676 x 4 B; buf.add_(grad) then p.add_(buf):
+    # each reads two 2,704-byte lists and writes one
+    assert ops["aten._foreach_mul_"].bytes_read.at(4) == 2704 and ops["aten._foreach_mul_"].bytes_written.at(4) == 2704
+    assert ops["aten._foreach_add_"].count == 2
+    assert ops["aten._foreach_add_"].bytes_read.at(4) == 2 * 5408
+    assert ops["aten._foreach_add_"].bytes_written.at(4) == 2 * 2704
+    # the state the first step created is still counted as memory (one buffer per parameter)
+    assert p.memory.optimizer_state_bytes == 2704
+
+
 def test_mixed_precision_keeps_fp32_parameters_and_saves_bf16_activations():
     p = profile_model(MLP, batch_size=4, device="meta", precision="bf16-mixed")
     m = p.memory

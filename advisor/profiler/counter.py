@@ -98,6 +98,9 @@ class Memory:
     block_input_width: int | None = None  # the innermost dimension of the first block's input (hidden size)
 
 
+UNCOUNTED = "uncounted"  # a phase whose ops run but are not recorded (the optimizer's state-creating first step)
+
+
 class Counter(TorchDispatchMode):
     """Use as a context manager around one training step; set `.phase` before each phase."""
 
@@ -274,6 +277,8 @@ class Counter(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        if self.phase == UNCOUNTED:
+            return out
         if self._pending:
             self.flush()
         info = self._op_info(func)

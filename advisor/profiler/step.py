@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from advisor.errors import UserError
-from advisor.profiler.counter import Counter, dtype_name, storage_key
+from advisor.profiler.counter import UNCOUNTED, Counter, dtype_name, storage_key
 from advisor.profiler.device import low_dtype, matmul_precision
 from advisor.profiler.meta_modes import MetaMode
 from advisor.profiler.model_file import ModelFile, call_user
@@ -254,6 +254,11 @@ def run_step(
         counter.phase = "backward"
         call_user(loss.backward, mf.path, "the backward pass", batch_size, device)
         tick("optimizer")
+        # The first step creates the optimizer's state (SGD's momentum buffer as a copy of the gradient, Adam's
+        # zeroed moments) and runs other ops than every later one (SGD: a clone where later steps scale and add);
+        # it runs uncounted, and the step recorded is the second, the steady state a training run repeats.
+        counter.phase = UNCOUNTED
+        call_user(opt.step, mf.path, "the optimizer step", batch_size, device)
         counter.phase = "optimizer"
         call_user(opt.step, mf.path, "the optimizer step", batch_size, device)
         del loss
@@ -280,7 +285,7 @@ def run_step(
         optimizer_state_bytes=_unique_bytes(state),
         activation_bytes=mem.saved,
         checkpoint_bytes=checkpoint,
-        # a steady-state step: the optimizer state, created lazily by this first step, is already resident
+        # a steady-state step: the optimizer state, created by the uncounted first step, is already resident
         # during the next steps' forward and backward
         peak_bytes=max(mem.peak, mem.peak_before_optimizer + _unique_bytes(state)),
         input_shapes=[f"{n}: [{', '.join(map(str, t.shape))}] {dtype_name(t.dtype)}" for n, t in inputs],

@@ -73,6 +73,11 @@ def check(m: Measurements, load_before: float | None = None) -> list[str]:
             f"the fixed cost per {worst[0]} op ({worst[1] * 1e6:.3g} µs) is over {MAX_OVERHEAD_RATIO:.0f}x the "
             f"quiet dispatch cost ({floor * 1e6:.3g} µs)"
         )
+    if c.get("first_touch_implausible"):
+        out.append(
+            "fresh memory came out faster than the memory bandwidth in 3 tries (other processes were likely "
+            "busy): page faults are not priced; calibrate again on a quieter machine"
+        )
     return out
 
 

@@ -3,7 +3,6 @@ same step on its calibrated catalog entry (local-cpu, local-<gpu>)."""
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 
@@ -40,10 +39,12 @@ class Validation(BaseModel):
 FAULT_NOTE_SHARE = 0.05  # page faults worth a note: 5 % of the measured step or more
 
 
-def first_touch_s_per_byte(size: int = 64 << 20, repeats: int = 5) -> float:
+def first_touch_s_per_byte(size: int = 64 << 20, repeats: int = 7) -> float:
     """Seconds per byte the OS takes to hand out fresh memory, measured: filling a new tensor of `size` bytes
     (above glibc's 32 MiB ceiling for reusing freed blocks, so its pages are new each time) less filling one
-    already mapped. About 0 with an allocator that keeps its memory."""
+    already mapped, the fastest of `repeats` rounds of each (another process on a core slows a round, never
+    speeds it: a median of two noisy sets can subtract the noise of one from the other). About 0 with an
+    allocator that keeps its memory."""
     import torch
 
     n = size // 4
@@ -60,7 +61,7 @@ def first_touch_s_per_byte(size: int = 64 << 20, repeats: int = 5) -> float:
         kept.fill_(1.0)
         fresh.append(t1 - t0)
         warm.append(time.perf_counter() - t2)
-    return max(0.0, (statistics.median(fresh) - statistics.median(warm)) / size)
+    return max(0.0, (min(fresh) - min(warm)) / size)
 
 
 def fault_note(fault_bytes: float, fault_s: float, step_s: float, predicted_bytes: float | None = None) -> str:

@@ -40,23 +40,30 @@ FAULT_NOTE_SHARE = 0.05  # page faults worth a note: 5 % of the measured step or
 
 
 def first_touch_s_per_byte(size: int = 64 << 20, repeats: int = 7) -> float:
-    """Seconds per byte the OS takes to hand out fresh memory, measured: filling a new tensor of `size` bytes
-    (above glibc's 32 MiB ceiling for reusing freed blocks, so its pages are new each time) less filling one
-    already mapped, the fastest of `repeats` rounds of each (another process on a core slows a round, never
-    speeds it: a median of two noisy sets can subtract the noise of one from the other). About 0 with an
-    allocator that keeps its memory."""
+    """Seconds per byte the OS takes to hand out fresh memory, measured: filling a tensor over `size` bytes of a
+    new anonymous mapping less filling one already mapped, the fastest of `repeats` rounds of each (another
+    process on a core slows a round, never speeds it: a median of two noisy sets can subtract the noise of one
+    from the other). The fresh pages come from mmap itself, not from the allocator: a glibc heap that kept a
+    large freed block (after profiling a model with big embedding tables) would hand back pages already mapped,
+    and the cost would come out 0."""
+    import mmap
+
     import torch
 
     n = size // 4
     kept = torch.empty(n)
     kept.fill_(0.0)
     fresh, warm = [], []
+    private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)  # as malloc maps (not shmem)
     for _ in range(repeats):
+        region = mmap.mmap(-1, n * 4, flags=private) if private else None  # Windows: the allocator's pages
+        new = torch.frombuffer(region, dtype=torch.float32) if region is not None else torch.empty(n)
         t0 = time.perf_counter()
-        new = torch.empty(n)
         new.fill_(1.0)
         t1 = time.perf_counter()
         del new
+        if region is not None:
+            region.close()
         t2 = time.perf_counter()
         kept.fill_(1.0)
         fresh.append(t1 - t0)

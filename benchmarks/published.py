@@ -243,61 +243,43 @@ def markdown(results: list[dict], wall_s: float) -> str:
 
 
 def bands(results: list[dict]) -> dict:
-    """Error bands per efficiency family and workload kind, from the report rows: the median |error| of
-    the rows each covers (at least 3 rows for a kind; otherwise the family's band over all its kinds)."""
+    """Error bands from the report rows: per efficiency family and workload kind, the median |error| of the rows
+    each covers (at least 3 rows for a kind; otherwise the family's band over all its kinds), and per device with
+    at least 2 rows (an estimate on the device takes its own band where that is the wider, bands.band_for)."""
     today = dt.date.today().isoformat()
     report = [r for r in results if r["set"] == "report"]
+
+    def entry(ident: str, applies_to: str, kind: str, group: list[dict]) -> dict:
+        errs = [abs(r["error"]) for r in group]
+        devices = sorted({r["device"] for r in group})
+        return {
+            "id": ident,
+            "applies_to": applies_to,
+            "workload": kind,
+            "error_band": round(statistics.median(errs), 3),
+            "max_error": round(max(errs), 3),
+            "bias": round(statistics.mean(r["error"] for r in group), 3),  # + : estimates too fast
+            "rows": len(group),
+            "basis": f"median |error| of {len(group)} published {kind if kind != 'any' else ''} training "
+            f"runs on {', '.join(devices)} (report rows of benchmarks/published.py)".replace("  ", " "),
+            "source": "benchmarks/published.py over benchmarks/data/published_gpu.yaml",
+            "as_of": today,
+        }
+
     entries = []
     by_family: dict[str, list[dict]] = {}
+    by_device: dict[str, list[dict]] = {}
     for r in report:
         by_family.setdefault(r["efficiency"], []).append(r)
+        by_device.setdefault(r["device"], []).append(r)
     for family, rows in sorted(by_family.items()):
         groups = {"any": rows}
         for r in rows:
             groups.setdefault(r["kind"], []).append(r)
         for kind, group in sorted(groups.items()):
-            if kind != "any" and len(group) < 3:
-                continue
-            errs = [abs(r["error"]) for r in group]
-            devices = sorted({r["device"] for r in group})
-            entries.append(
-                {
-                    "id": f"gpu-{family}-{kind}",
-                    "applies_to": family,
-                    "workload": kind,
-                    "error_band": round(statistics.median(errs), 3),
-                    "max_error": round(max(errs), 3),
-                    "bias": round(statistics.mean(r["error"] for r in group), 3),  # + : estimates too fast
-                    "rows": len(group),
-                    "basis": f"median |error| of {len(group)} published {kind if kind != 'any' else ''} training "
-                    f"runs on {', '.join(devices)} (report rows of benchmarks/published.py)".replace("  ", " "),
-                    "source": "benchmarks/published.py over benchmarks/data/published_gpu.yaml",
-                    "as_of": today,
-                }
-            )
-    # a device whose own rows (at least 2) were further off than its family's band: estimates on it take the wider
-    by_device: dict[str, list[dict]] = {}
-    for r in report:
-        by_device.setdefault(r["device"], []).append(r)
-    for device, rows in sorted(by_device.items()):
-        if len(rows) < 2:
-            continue
-        errs = [abs(r["error"]) for r in rows]
-        entries.append(
-            {
-                "id": f"gpu-device-{device}",
-                "applies_to": device,
-                "workload": "any",
-                "error_band": round(statistics.median(errs), 3),
-                "max_error": round(max(errs), 3),
-                "bias": round(statistics.mean(r["error"] for r in rows), 3),
-                "rows": len(rows),
-                "basis": f"median |error| of {len(rows)} published training runs on {device} (report rows of "
-                "benchmarks/published.py)",
-                "source": "benchmarks/published.py over benchmarks/data/published_gpu.yaml",
-                "as_of": today,
-            }
-        )
+            if kind == "any" or len(group) >= 3:
+                entries.append(entry(f"gpu-{family}-{kind}", family, kind, group))
+    entries += [entry(f"gpu-device-{d}", d, "any", rows) for d, rows in sorted(by_device.items()) if len(rows) >= 2]
     return {"accuracy": entries}
 
 

@@ -181,7 +181,7 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
     import torch
 
     from advisor.calibration import kernels, ops
-    from advisor.profiler.device import cpu_name
+    from advisor.profiler.device import cpu_name, matmul_precision
 
     start = time.perf_counter()
     cuda = device == "cuda"
@@ -207,11 +207,12 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
             torch.set_num_threads(threads)
 
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
-    if cuda:
-        dtypes["fp16"] = torch.float16
+    if cuda:  # tf32: fp32 operands on the tensor cores, as --precision tf32 runs them
+        dtypes.update(fp16=torch.float16, tf32=torch.float32)
     for label, dt in dtypes.items():
         tick(f"matmul {label}")
-        m.matmul[label] = kernels.square_points(device, dt, clock, quick)
+        with matmul_precision(label, device):
+            m.matmul[label] = kernels.square_points(device, dt, clock, quick)
     tick("matmul shapes")
     m.skinny = kernels.skinny_points(device, clock, quick)
     tick("convolutions")

@@ -17,15 +17,18 @@ def calibrate(
     import torch
 
     from advisor.calibration import bench, fit, overlay, quality
+    from advisor.profiler.device import matmul_precision
 
     start = time.perf_counter()
     load = quality.load_per_core() if device == "cpu" else None
-    m = bench.run(device, quick=quick, tick=tick)
-    if not quick:
-        per_op, module, _ = fit.fit_overheads(
-            overlay.build(m), device, torch.get_num_threads(), m.dispatch_s, m.module_overhead_s, tick
-        )
-        m.phase_overhead_s, m.module_overhead_s = per_op, module
+    # fp32 means fp32: on CUDA cuDNN would otherwise run fp32 convolutions as TF32 (its default)
+    with matmul_precision("fp32", device):
+        m = bench.run(device, quick=quick, tick=tick)
+        if not quick:
+            per_op, module, _ = fit.fit_overheads(
+                overlay.build(m), device, torch.get_num_threads(), m.dispatch_s, m.module_overhead_s, tick
+            )
+            m.phase_overhead_s, m.module_overhead_s = per_op, module
     m.warnings = quality.check(m, load)
     m.seconds = time.perf_counter() - start
     data = overlay.build(m)

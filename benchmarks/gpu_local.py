@@ -1,0 +1,291 @@
+"""Measured against estimated training steps on a local NVIDIA GPU: the calibrate -> estimate -> validate loop
+on CUDA, and the shipped catalog's datasheet entry for the same GPU against eager PyTorch on it.
+
+    python benchmarks/gpu_local.py run [--out DIR] [--deadline SECONDS] [--only NAME,...]   (needs a GPU)
+    python benchmarks/gpu_local.py report [--dir DIR] [--no-write]                          (anywhere)
+
+`run` does what a user with a GPU does: `advisor calibrate --device cuda` (the overlay goes to DIR, not to the
+user's catalog), then, for each model of MODELS (the CPU benchmark's families at GPU batch sizes, the reference
+profiles' models and the published-GPU set's), profiles one training step on the GPU and times real steps (the
+median of 10 after 3 warm-ups, phases separated by synchronisation). Every profile, timings included, is saved to
+DIR/profiles as it is made, so that a run stopped by its deadline keeps what it measured. Nothing is estimated on
+the GPU machine.
+
+`report` estimates every saved profile on (a) the calibrated overlay in DIR and (b) the catalog device the GPU's
+name matches (the datasheet figures and the family's efficiency data, what a user without a calibration gets),
+and writes DIR/validation.csv and the tables between the gpu-local markers of README.md. These rows are never
+used to fit anything: catalog/efficiency.yaml is fitted on published rows (benchmarks/fit_gpu.py) alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from published import CHANNELS_LAST  # noqa: E402 - the published rows' channels-last wrapper of a model file
+
+OUT = ROOT / "benchmarks" / "results" / "gpu-local"
+BEGIN, END = "<!-- gpu-local:begin -->", "<!-- gpu-local:end -->"
+PHASES = ("forward", "backward", "optimizer")
+WARMUP, REPEATS = 3, 10
+P, B, G = ROOT / "profiles" / "models", ROOT / "benchmarks" / "models", ROOT / "benchmarks" / "gpu_models"
+# (name, model file, batch, precision, channels-last), most informative first: a run that meets its deadline
+# stops part-way down the list.
+MODELS = [
+    ("resnet50-fp16-nhwc", P / "resnet50.py", 256, "fp16-mixed", True),
+    ("resnet50-fp32", P / "resnet50.py", 128, "fp32", False),
+    ("resnet50-tf32", P / "resnet50.py", 128, "tf32", False),
+    ("bert_base-bf16", P / "bert_base.py", 64, "bf16-mixed", False),
+    ("bert_large_squad-fp16", G / "bert_large_squad.py", 32, "fp16-mixed", False),
+    ("gpt2_124m-bf16", P / "gpt2_124m.py", 8, "bf16-mixed", False),
+    ("vit_b16-bf16", P / "vit_b16.py", 64, "bf16-mixed", False),
+    ("efficientnet_b0-tf32", G / "efficientnet_b0.py", 128, "tf32", False),
+    ("efficientnet_b0-fp16-nhwc", G / "efficientnet_b0.py", 256, "fp16-mixed", True),
+    ("mobilenet_v2-fp16", P / "mobilenet_v2.py", 128, "fp16-mixed", False),
+    ("ssd300-fp16-nhwc", G / "ssd300.py", 64, "fp16-mixed", True),
+    ("gnmt-fp16", G / "gnmt.py", 128, "fp16-mixed", False),
+    ("transformer_xl_base-fp16", G / "transformer_xl_base.py", 32, "fp16-mixed", False),
+    ("resnext101_32x4d-fp16-nhwc", G / "resnext101_32x4d.py", 128, "fp16-mixed", True),
+    ("ncf-fp16", G / "ncf.py", 65536, "fp16-mixed", False),
+    ("lstm-fp32", P / "lstm.py", 64, "fp32", False),
+    *[
+        (f"{m}-fp32-b{b}", B / f"{m}.py", b, "fp32", False)
+        for m, b in (
+            ("mlp", 256),
+            ("cnn", 64),
+            ("resnet", 64),
+            ("mobilenet", 64),
+            ("unet", 16),
+            ("conv3d", 16),
+            ("gru", 64),
+            ("lstm", 64),
+            ("encoder", 32),
+            ("gpt", 16),
+            ("vit", 64),
+            ("recommender", 2048),
+            ("gnnet", 16),
+        )
+    ],
+]
+KERNEL_TABLES = ("resnet50-fp16-nhwc", "bert_large_squad-fp16", "efficientnet_b0-tf32")
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def environment() -> dict:
+    import torch
+
+    env = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "device": torch.cuda.get_device_name(),
+        "python": sys.version.split()[0],
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    try:
+        env["nvidia_smi"] = subprocess.run(
+            [
+                "nvidia-smi",
+                "--query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit,memory.total",
+                "--format=csv,noheader",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        env["nvidia_smi"] = f"unavailable: {exc}"
+    return env
+
+
+def run(out: Path, deadline_s: float, only: set[str] | None, device: str = "cuda") -> None:
+    import torch
+
+    from advisor.calibration import session
+    from advisor.calibration.overlay import device_id
+    from advisor.profiler.profile import profile_model
+    from advisor.profiler.schema import save_profile
+
+    start = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "profiles").mkdir(exist_ok=True)
+    env = environment() if device == "cuda" else {"device": device}
+    (out / "environment.json").write_text(json.dumps(env, indent=1) + "\n")
+    log(f"environment: {env}")
+    if only is None or "calibrate" in only:
+        try:
+            data, m = session.calibrate(device, tick=lambda s: log(f"calibrate: {s}"))
+            path = out / f"calibration-{device_id(m)}.yaml"
+            session.save(data, path, force=True)
+            log(f"calibration: {m.seconds:.1f} s -> {path.name}; warnings {m.warnings}")
+        except Exception:  # noqa: BLE001 - a benchmark run: keep going, the log has the traceback
+            log("calibration FAILED:\n" + traceback.format_exc())
+    scratch = Path(tempfile.mkdtemp())
+    for name, path, batch, precision, nhwc in MODELS:
+        if only is not None and name not in only:
+            continue
+        if time.perf_counter() - start > deadline_s:
+            log(f"deadline: stopping before {name}")
+            break
+        t0 = time.perf_counter()
+        try:
+            if nhwc:
+                wrapped = scratch / f"{path.stem}_nhwc.py"
+                wrapped.write_text(CHANNELS_LAST.format(path=str(path)))
+                path = wrapped
+            prof = profile_model(
+                path, batch_size=batch, device=device, precision=precision, warmup=WARMUP, repeats=REPEATS, name=name
+            )
+            save_profile(prof, out / "profiles" / f"{name}.yaml")
+            t = prof.timing
+            log(
+                f"{name}: step {t.step_time_s * 1e3:.2f} ms (fwd {t.forward_s * 1e3:.2f}, "
+                f"bwd {t.backward_s * 1e3:.2f}, opt {t.optimizer_s * 1e3:.2f}); "
+                f"{batch / t.step_time_s:,.0f} samples/s; "
+                f"peak {(prof.memory.measured_peak_bytes or 0) / 1e9:.1f} GB; {time.perf_counter() - t0:.1f} s"
+            )
+        except Exception:  # noqa: BLE001
+            log(f"{name} FAILED:\n" + traceback.format_exc())
+        finally:
+            if device == "cuda":
+                torch.cuda.empty_cache()
+    for name in KERNEL_TABLES:
+        if time.perf_counter() - start > deadline_s or (only is not None and name not in only):
+            break
+        try:
+            kernel_table(name, out, scratch)
+        except Exception:  # noqa: BLE001
+            log(f"kernel table {name} FAILED:\n" + traceback.format_exc())
+    log(f"done in {time.perf_counter() - start:.1f} s")
+
+
+def kernel_table(name: str, out: Path, scratch: Path) -> None:
+    """torch.profiler's CUDA kernels of 3 training steps of one model of MODELS, by total time, into
+    DIR/kernels-<name>.txt: where the time of a step goes, kernel by kernel."""
+    import contextlib
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from advisor.profiler.device import low_dtype, matmul_precision
+    from advisor.profiler.model_file import load_model_file
+    from advisor.profiler.step import build, forward_loss
+
+    _, path, batch, precision, nhwc = next(m for m in MODELS if m[0] == name)
+    if nhwc:
+        wrapped = scratch / f"{path.stem}_nhwc.py"
+        wrapped.write_text(CHANNELS_LAST.format(path=str(path)))
+        path = wrapped
+    mf = load_model_file(path)
+    model, data, opt, _ = build(mf, "cuda", batch, precision, None)
+    low = low_dtype(precision)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=low) if low is not None else contextlib.nullcontext():
+            loss = forward_loss(mf, model, data)
+        loss.backward()
+        opt.step()
+
+    with matmul_precision(precision, "cuda"):
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                step()
+            torch.cuda.synchronize()
+    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=60, max_name_column_width=90)
+    (out / f"kernels-{name}.txt").write_text(table)
+    log(f"kernel table {name} written")
+
+
+def report(folder: Path, write: bool) -> None:
+    from advisor import api
+    from advisor.profiler.schema import load_profile
+
+    cal = sorted(folder.glob("calibration-*.yaml"))
+    shipped = api.catalog()
+    calibrated = api.catalog(cal) if cal else None
+    cal_id = cal[0].stem.removeprefix("calibration-") if cal else None
+    rows = []
+    for path in sorted(folder.glob("profiles/*.yaml")):
+        prof = load_profile(path)
+        t = prof.timing
+        if t is None:
+            continue
+        row = {
+            "name": prof.name,
+            "precision": prof.precision,
+            "batch": t.batch_size,
+            "measured_ms": t.step_time_s * 1e3,
+            "fwd_ms": t.forward_s * 1e3,
+            "bwd_ms": t.backward_s * 1e3,
+            "opt_ms": t.optimizer_s * 1e3,
+        }
+        for label, cat, ident in (("catalog", shipped, t.catalog_device), ("calibrated", calibrated, cal_id)):
+            if cat is None or ident is None:
+                continue
+            est = api.estimate(prof, ident, precision=prof.precision, micro_batch=t.batch_size, cat=cat)
+            s = sum(est.phases[p].seconds for p in PHASES)
+            row[f"{label}_ms"] = s * 1e3
+            row[f"{label}_error"] = (s - t.step_time_s) / t.step_time_s
+            row[f"{label}_device"] = ident
+        rows.append(row)
+    for r in rows:
+        print(
+            f"{r['name']:32s} {r['measured_ms']:9.2f} ms  catalog {r.get('catalog_error', float('nan')):+7.1%}"
+            f"  calibrated {r.get('calibrated_error', float('nan')):+7.1%}"
+        )
+    for label in ("catalog", "calibrated"):
+        errs = [abs(r[f"{label}_error"]) for r in rows if f"{label}_error" in r]
+        if errs:
+            signed = statistics.mean(r[f"{label}_error"] for r in rows if f"{label}_error" in r)
+            print(
+                f"{label}: {len(errs)} rows, median |error| {statistics.median(errs):.1%}, max {max(errs):.1%}, "
+                f"mean signed {signed:+.1%}"
+            )
+    if not write:
+        return
+    fields = sorted({k for r in rows for k in r}, key=lambda k: (k not in ("name", "precision", "batch"), k))
+    with open(folder / "validation.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fields)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: f"{v:.4g}" if isinstance(v, float) else v for k, v in r.items()})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=("run", "report"))
+    parser.add_argument("--out", "--dir", dest="dir", type=Path, default=OUT)
+    parser.add_argument("--deadline", type=float, default=600.0, help="run: start no model after this many seconds")
+    parser.add_argument("--only", default=None, help="run: comma-separated model names (and/or 'calibrate')")
+    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--device", default="cuda", help="run: cuda (cpu only to try the script out)")
+    a = parser.parse_args()
+    if a.mode == "run":
+        run(a.dir, a.deadline, set(a.only.split(",")) if a.only else None, a.device)
+    else:
+        report(a.dir, not a.no_write)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()

@@ -80,7 +80,16 @@ MODELS = [
         )
     ],
 ]
-KERNEL_TABLES = ("resnet50-fp16-nhwc", "bert_large_squad-fp16", "efficientnet_b0-tf32")
+KERNEL_TABLES = (
+    "resnet50-fp16-nhwc",
+    "bert_large_squad-fp16",
+    "efficientnet_b0-tf32",
+    "gru-fp32-b64",
+    "mobilenet_v2-fp16",
+    "recommender-fp32-b2048",
+    "bert_base-bf16",
+    "resnet50-fp32",
+)
 
 
 def log(msg: str) -> None:
@@ -242,7 +251,9 @@ def report(folder: Path, write: bool) -> None:
         for label, cat, ident in (("catalog", shipped, t.catalog_device), ("calibrated", calibrated, cal_id)):
             if cat is None or ident is None:
                 continue
-            est = api.estimate(prof, ident, precision=prof.precision, micro_batch=t.batch_size, cat=cat)
+            est = api.estimate(
+                prof, ident, precision=prof.precision, micro_batch=t.batch_size, global_batch=t.batch_size, cat=cat
+            )
             s = sum(est.phases[p].seconds for p in PHASES)
             row[f"{label}_ms"] = s * 1e3
             row[f"{label}_error"] = (s - t.step_time_s) / t.step_time_s

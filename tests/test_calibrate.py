@@ -176,3 +176,36 @@ def test_gpu_overlay_is_named_after_the_gpu(monkeypatch):
     assert device.memory_bytes == 141e9
     assert eff.calibration_threads is None  # threads matter on a CPU only
     assert device.notes.endswith("NVML was not available.")
+
+
+def test_gpu_overlay_is_asynchronous_and_takes_bandwidth_beyond_the_cache(monkeypatch):
+    from advisor.calibration import overlay
+
+    monkeypatch.setattr(overlay, "_gpu_memory_bytes", lambda: 141e9)
+    monkeypatch.setattr("advisor.profiler.device.nvml_info", lambda: None)
+    m = fake_measurements()
+    m.device, m.name = "cuda", "NVIDIA H200"
+    # 1e7 bytes from the L2 in 1.001 ms -> 1e7 / 1 ms = 1e10, faster than 3e8 bytes from HBM in 60.001 ms -> 5e9:
+    # a GPU's bandwidth is the largest call's, the L2 call's efficiency is capped at 1
+    m.copy = [Point(1e7, 1.001e-3), Point(3e8, 60.001e-3)]
+    m.launch_s, m.host_op_s = 2.5e-6, 9e-6
+    device, eff = models(build(m, {"forward": 20e-6, "backward": 25e-6}))
+    assert device.memory_bandwidth == pytest.approx(5e9)
+    assert [s.efficiency for s in eff.memory] == [1.0, 1.0]
+    # the host issues ops at 9 µs each while kernels run; a kernel adds the 2.5 µs launch gap, not a CPU's cost
+    assert eff.host_op_s == pytest.approx(9e-6) and eff.launch_s == pytest.approx(2.5e-6)
+    assert eff.op_overhead_s == pytest.approx(2.5e-6) and eff.phase_overhead_s == {}
+
+
+def test_host_per_op_is_the_tiny_nets_unexplained_time_over_their_ops():
+    from advisor.calibration.fit import host_per_op
+
+    def net(f, b, o):  # (ops, rest_s) per phase
+        return {"forward": {"ops": f[0], "rest_s": f[1]}, "backward": {"ops": b[0], "rest_s": b[1]},
+                "optimizer": {"ops": o[0], "rest_s": o[1]}}  # fmt: skip
+
+    # (100 x 10 µs + 200 x 12 µs + 50 x 4 µs) + (20 x 10 µs + 40 x 15 µs + 10 x 4 µs) = 3.6 ms + 0.84 ms
+    # over 350 + 70 = 420 ops: 10.57 µs per op
+    seen = [net((100, 1e-3), (200, 2.4e-3), (50, 0.2e-3)), net((20, 0.2e-3), (40, 0.6e-3), (10, 0.04e-3))]
+    assert host_per_op(seen, 5e-6) == pytest.approx(4.44e-3 / 420)
+    assert host_per_op(seen, 20e-6) == 20e-6  # never below one dispatch

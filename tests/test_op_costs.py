@@ -340,7 +340,12 @@ def test_only_decomposed_layers_of_fused_modes_are_replaced():
     assert replaced_modules(decomposed, with_(fused_rnn=["LSTM"])) == {"rnn"}
     assert replaced_modules(decomposed, with_(fused_rnn=["GRU"])) == set()
     on_cpu = Profile(**base, ops=[record(op="aten.mkldnn_rnn_layer", module="rnn")], rnns=[lstm()])
-    assert replaced_modules(on_cpu, with_(fused_rnn=["LSTM"])) == set()  # oneDNN's op is already there
+    assert replaced_modules(on_cpu, with_(fused_rnn=["LSTM"]), cpu=True) == set()  # a CPU prices oneDNN's op
+    assert replaced_modules(on_cpu, with_(fused_rnn=["LSTM"])) == {"rnn"}  # a GPU runs cuDNN's steps instead
+    # a profile made on a GPU holds cuDNN's one op per layer, whose FLOPs hide the launches of every step: replaced
+    on_gpu = Profile(**base, ops=[record(op="aten._cudnn_rnn", module="rnn")], rnns=[lstm()])
+    assert replaced_modules(on_gpu, with_(fused_rnn=["LSTM"])) == {"rnn"}
+    assert replaced_modules(on_gpu, with_(fused_rnn=["LSTM"]), cpu=True) == {"rnn"}
     # run step by step: the decomposed layer where nothing fuses its mode, never a library's own op
     assert recurrent_modules(decomposed, with_(fused_rnn=["GRU"])) == {"rnn"}
     assert recurrent_modules(decomposed, with_(fused_rnn=["LSTM"])) == set()

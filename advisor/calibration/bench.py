@@ -44,6 +44,8 @@ class Measurements:
     conv_backward: list[tuple[float, float, float]] = field(default_factory=list)
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
     floors: dict[str, float] = field(default_factory=dict)  # aten op -> seconds of its smallest call
+    launch_s: float | None = None  # GPUs: a library's kernel launches back to back (fused RNN), per kernel
+    host_op_s: float | None = None  # GPUs: the host's time to issue one eager op (fitted on the tiny nets)
     first_touch_s_per_byte: float = 0.0  # CPUs: the OS's cost of a fresh page, per byte (0: not measured)
     op_efficiency: dict[str, float] = field(default_factory=dict)  # older calibrations: aten op -> efficiency
     spreads: list[tuple[str, float]] = field(default_factory=list)  # (what, slowest / fastest round)
@@ -218,6 +220,9 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
     tick("convolutions")
     m.conv, m.conv_backward = kernels.conv_points(device, clock, quick)
     m.floors = kernels.floors(device, clock)
+    if cuda:
+        tick("recurrent launches")
+        m.launch_s = kernels.rnn_launch_s(device, clock)
     tick("memory bandwidth")
     m.copy = memory_points(device, clock, quick)
 

@@ -128,3 +128,12 @@ def fit_overheads(
     # every op pays at least a dispatch; a fit below it is noise
     per_op = {k: max(v, dispatch_s) for k, v in per_op.items()}
     return per_op, (module or None), seen
+
+
+def host_per_op(seen: list[dict], dispatch_s: float) -> float:
+    """A GPU's host time per eager op, all phases together: the tiny nets' steps are the host issuing their ops
+    (their kernels take less), so the time their work does not explain, over their ops (the forward pass's
+    module calls taken off already), is what the host spends per op. Never below one dispatch."""
+    ops = sum(r[p]["ops"] for r in seen for p in ("forward", "backward", "optimizer"))
+    rest = sum(r[p]["rest_s"] for r in seen for p in ("forward", "backward", "optimizer"))
+    return max(dispatch_s, rest / ops) if ops else dispatch_s

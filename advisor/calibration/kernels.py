@@ -35,6 +35,18 @@ CONV_SHAPES = (
     (16, 16, 32, 32, 1, 3, 2),
     (16, 32, 64, 16, 1, 1, 2),
 )
+# A GPU runs the layers above in a few microseconds: there the calibration adds a ResNet-50 stage's layers at
+# batch 32, whose convolutions keep every multiprocessor busy (the efficiency they reach, not a launch's latency).
+CONV_SHAPES_GPU = (
+    (32, 64, 64, 56, 1, 3, 1),
+    (32, 256, 64, 56, 1, 1, 1),
+    (32, 128, 128, 28, 1, 3, 1),
+    (32, 256, 256, 14, 1, 3, 1),
+    (32, 1024, 256, 14, 1, 1, 1),
+    (32, 512, 512, 7, 1, 3, 1),
+    (32, 96, 96, 56, 96, 3, 1),
+    (32, 3, 64, 224, 1, 7, 2),
+)
 
 
 def _cold_bytes(device: str, quick: bool) -> float:
@@ -137,7 +149,8 @@ def conv_points(device: str, clock: Clock, quick: bool):
 
     A = torch.ops.aten
     fwd, bwd = [], []
-    for n, cin, cout, side, groups, k, stride in CONV_SHAPES[::4] if quick else CONV_SHAPES:
+    shapes = CONV_SHAPES[::4] if quick else CONV_SHAPES + (CONV_SHAPES_GPU if device == "cuda" else ())
+    for n, cin, cout, side, groups, k, stride in shapes:
         args = ([stride] * 2, [k // 2] * 2, [1, 1], False, [0, 0], groups)
         calls, back = [], []
         for _ in range(2):
@@ -153,3 +166,18 @@ def conv_points(device: str, clock: Clock, quick: bool):
             if len(counted) == 1:
                 out.append((counted[0][1], counted[0][2], clock(alternate(fns), what)))
     return fwd, bwd
+
+
+def rnn_launch_s(device: str, clock: Clock, steps: int = 64) -> float:
+    """Seconds per kernel a fused recurrent layer launches per time step, as the estimator counts them (two per
+    step in the forward pass: the recurrent GEMM and the gate kernel): a tiny one-layer GRU run over 1 + `steps`
+    steps and over 1 step, the difference per step over two. Its GEMMs are too small to take longer than their
+    launch, so what is left is the library's launches, back to back."""
+    import torch
+
+    gru = torch.nn.GRU(8, 8, device=device)
+    long_x = torch.randn(steps + 1, 1, 8, device=device, requires_grad=True)
+    short_x = torch.randn(1, 1, 8, device=device, requires_grad=True)
+    t_long = clock(lambda: gru(long_x), f"GRU {steps + 1} steps")
+    t_short = clock(lambda: gru(short_x), "GRU 1 step")
+    return max(0.0, (t_long - t_short) / (2 * steps))

@@ -25,10 +25,12 @@ def calibrate(
     with matmul_precision("fp32", device):
         m = bench.run(device, quick=quick, tick=tick)
         if not quick:
-            per_op, module, _ = fit.fit_overheads(
+            per_op, module, seen = fit.fit_overheads(
                 overlay.build(m), device, torch.get_num_threads(), m.dispatch_s, m.module_overhead_s, tick
             )
             m.phase_overhead_s, m.module_overhead_s = per_op, module
+            if device == "cuda":
+                m.host_op_s = fit.host_per_op(seen, m.dispatch_s)
     m.warnings = quality.check(m, load)
     m.seconds = time.perf_counter() - start
     data = overlay.build(m)

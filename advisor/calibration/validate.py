@@ -142,7 +142,7 @@ def validate(
     prof = profile_model(
         path, batch_size=batch_size, device=dev, precision=precision, warmup=3, repeats=repeats, tick=tick
     )
-    est = api.estimate(prof, ident, precision=precision, micro_batch=batch_size, cat=catalog)
+    est = api.estimate(prof, ident, precision=precision, micro_batch=batch_size, global_batch=batch_size, cat=catalog)
     t = prof.timing
     measured = {"forward": t.forward_s, "backward": t.backward_s, "optimizer": t.optimizer_s}
     predicted = {p: est.phases[p].seconds for p in PHASES}

@@ -22,19 +22,22 @@ GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 CELL_FLOPS = {"LSTM": 30, "GRU": 24, "RNN_TANH": 4, "RNN_RELU": 4}  # per row and hidden unit (formulas_nn)
 
 
-def replaced_modules(profile: Profile, eff: Efficiency) -> set[str]:
-    """Module patterns whose recorded ops a fused kernel replaces on this family: recurrent layers of a mode
-    the library fuses, recorded as a decomposition (a profile made on a CPU already holds oneDNN's op)."""
+def replaced_modules(profile: Profile, eff: Efficiency, cpu: bool = False) -> set[str]:
+    """Module patterns whose recorded ops a fused kernel sequence replaces on this family: recurrent layers of a
+    mode the library fuses, whatever the profile recorded for them (the meta device's decomposition, or a GPU
+    library's single op, whose FLOPs and bytes say nothing of the step-by-step launches inside it). On a CPU
+    (`cpu`) the oneDNN op a CPU profile recorded stays: the calibrated curves price it as measured."""
     modules = {r.module for r in profile.rnns if r.mode in eff.fused_rnn}
-    fused_already = {o.module for o in profile.ops if "rnn" in o.op or "lstm" in o.op}
-    return modules - fused_already
+    if cpu:
+        modules -= {o.module for o in profile.ops if "mkldnn_rnn" in o.op}
+    return modules
 
 
-def recurrent_modules(profile: Profile, eff: Efficiency) -> set[str]:
+def recurrent_modules(profile: Profile, eff: Efficiency, cpu: bool = False) -> set[str]:
     """Recurrent layers this family runs step by step: recorded as per-step ops (not as a library's fused op)
     and not replaced by a fused kernel here. Their GEMMs reuse the same weights at every step."""
     recorded_fused = {o.module for o in profile.ops if "rnn" in o.op or "lstm" in o.op}
-    return {r.module for r in profile.rnns} - replaced_modules(profile, eff) - recorded_fused
+    return {r.module for r in profile.rnns} - replaced_modules(profile, eff, cpu) - recorded_fused
 
 
 def _gemm(device, eff, m, n, k, width, dtype, count, phase):

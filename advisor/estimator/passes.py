@@ -234,7 +234,7 @@ class _EffPart:
 
 
 @_memo(256)
-def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
+def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = False) -> _EffPart:
     curves: list = []
     curve_ids: dict[int, int] = {}
 
@@ -269,8 +269,8 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
             )
         units[j], eta[j], curve[j], conv[j], overhead[j], cap[j], scale[j], op_curve[j], min_s[j] = constants
     # what this family of devices runs of each record
-    fused = replaced_modules(profile, eff)
-    stepped = recurrent_modules(profile, eff)
+    fused = replaced_modules(profile, eff, cpu)
+    stepped = recurrent_modules(profile, eff, cpu)
     hot = np.fromiter(
         (c == "matrix" and n == profile.ops[i].op and within(profile.ops[i].module, stepped)
          for i, c, _d, n, _p in rec.rows), dtype=bool, count=len(rec.rows),
@@ -322,7 +322,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency) -> _EffPart:
 
 def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, precision: str) -> OpTable:
     rec = _records(profile, roles, precision)
-    part = _eff_part(profile, rec, eff)
+    part = _eff_part(profile, rec, eff, device.kind == "cpu")
     n = len(rec.rows)
     runs_on = {unit: peak_for(device, *unit) for unit in set(part.units) if unit is not None}
     peaks = {unit: peak or np.nan for unit, (peak, _) in runs_on.items()}

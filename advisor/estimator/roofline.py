@@ -296,8 +296,9 @@ def profile_times(profile: Profile, device: Device, eff: Efficiency, precision: 
     from advisor.estimator.fused import recurrent_modules, replaced_modules, rnn_times
 
     moved = step_bytes(profile, batch)
-    fused = replaced_modules(profile, eff)
-    stepped = recurrent_modules(profile, eff)
+    cpu = device.kind == "cpu"
+    fused = replaced_modules(profile, eff, cpu)
+    stepped = recurrent_modules(profile, eff, cpu)
     out = []
     for op in profile.ops:
         if within(op.module, fused):

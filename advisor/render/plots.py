@@ -100,7 +100,7 @@ def roofline_png(profile: Profile, device, efficiency, precision: str, path: Pat
     batch = batch or profile.batch_size
     dtype = COMPUTE_DTYPE[precision]
     points: dict[str, list[tuple[float, float]]] = {"matrix": [], "vector": [], "memory": []}
-    stepped = recurrent_modules(profile, efficiency)
+    stepped = recurrent_modules(profile, efficiency, device.kind == "cpu")
     for op in profile.ops:
         t = profile_op_time(
             op, device, efficiency, profile.precision, precision, batch, step_bytes(profile, batch),

@@ -195,6 +195,8 @@ def test_gpu_overlay_is_asynchronous_and_takes_bandwidth_beyond_the_cache(monkey
     # the host issues ops at 9 µs each while kernels run; a kernel adds the 2.5 µs launch gap, not a CPU's cost
     assert eff.host_op_s == pytest.approx(9e-6) and eff.launch_s == pytest.approx(2.5e-6)
     assert eff.op_overhead_s == pytest.approx(2.5e-6) and eff.phase_overhead_s == {}
+    # the fitted per-op costs are the host's, by phase
+    assert eff.host_phase_s == {"forward": pytest.approx(20e-6), "backward": pytest.approx(25e-6)}
 
 
 def test_host_per_op_is_the_tiny_nets_unexplained_time_over_their_ops():

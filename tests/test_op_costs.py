@@ -410,6 +410,11 @@ def test_host_issue_rate_bounds_a_phase_of_small_ops():
     # forward: host 100 x 20 µs + 10 x 5 µs = 2.05 ms > 1 ms of device work: 2.05 ms, 1.05 ms of it overhead
     assert out["forward"][0] == pytest.approx(2.05e-3) and out["forward"][3] == pytest.approx(1.05e-3)
     assert out["backward"][0] == pytest.approx(5e-3)  # 2 ms of issuing hides behind 5 ms of kernels
+    # a calibrated GPU's host cost by phase: backward 100 x 60 µs = 6 ms > 5 ms of kernels; forward keeps 20 µs
+    eff = with_(host_op_s=20e-6, host_phase_s={"backward": 60e-6})
+    sums = {"forward": [1e-3, 0, 0, 0, 0, 0], "backward": [5e-3, 0, 0, 0, 0, 0]}
+    out = host_bound(sums, {"forward": 100, "backward": 100}, P, eff)
+    assert out["forward"][0] == pytest.approx(2e-3) and out["backward"][0] == pytest.approx(6e-3)
 
 
 def test_module_calls_cost_python_time_on_a_cpu():

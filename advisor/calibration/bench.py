@@ -44,8 +44,9 @@ class Measurements:
     conv_backward: list[tuple[float, float, float]] = field(default_factory=list)
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
     floors: dict[str, float] = field(default_factory=dict)  # aten op -> seconds of its smallest call
-    launch_s: float | None = None  # GPUs: a library's kernel launches back to back (fused RNN), per kernel
+    launch_s: float | None = None  # GPUs: device time per tiny kernel run back to back (a CUDA graph)
     host_op_s: float | None = None  # GPUs: the host's time to issue one eager op (fitted on the tiny nets)
+    host_phase_s: dict[str, float] = field(default_factory=dict)  # GPUs: the same by training phase
     first_touch_s_per_byte: float = 0.0  # CPUs: the OS's cost of a fresh page, per byte (0: not measured)
     op_efficiency: dict[str, float] = field(default_factory=dict)  # older calibrations: aten op -> efficiency
     spreads: list[tuple[str, float]] = field(default_factory=list)  # (what, slowest / fastest round)
@@ -221,8 +222,11 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
     m.conv, m.conv_backward = kernels.conv_points(device, clock, quick)
     m.floors = kernels.floors(device, clock)
     if cuda:
-        tick("recurrent launches")
-        m.launch_s = kernels.rnn_launch_s(device, clock)
+        tick("kernels back to back")
+        try:
+            m.launch_s = kernels.kernel_s(device, clock)
+        except RuntimeError as exc:  # no graph capture on this driver: each op's floor is the dispatch instead
+            tick(f"no CUDA graph ({exc}): the dispatch is each kernel's floor")
     tick("memory bandwidth")
     m.copy = memory_points(device, clock, quick)
 

@@ -168,16 +168,22 @@ def conv_points(device: str, clock: Clock, quick: bool):
     return fwd, bwd
 
 
-def rnn_launch_s(device: str, clock: Clock, steps: int = 64) -> float:
-    """Seconds per kernel a fused recurrent layer launches per time step, as the estimator counts them (two per
-    step in the forward pass: the recurrent GEMM and the gate kernel): a tiny one-layer GRU run over 1 + `steps`
-    steps and over 1 step, the difference per step over two. Its GEMMs are too small to take longer than their
-    launch, so what is left is the library's launches, back to back."""
+def kernel_s(device: str, clock: Clock, kernels: int = 200) -> float:
+    """Device seconds per kernel of tiny kernels run back to back: a CUDA graph of `kernels` one-element adds,
+    replayed (no host in between, so what is left is each kernel's launch on the device and its few
+    microseconds of run): the floor under every kernel of a step, and the gap between the kernels a library
+    launches (cuDNN's recurrent steps)."""
     import torch
 
-    gru = torch.nn.GRU(8, 8, device=device)
-    long_x = torch.randn(steps + 1, 1, 8, device=device, requires_grad=True)
-    short_x = torch.randn(1, 1, 8, device=device, requires_grad=True)
-    t_long = clock(lambda: gru(long_x), f"GRU {steps + 1} steps")
-    t_short = clock(lambda: gru(short_x), "GRU 1 step")
-    return max(0.0, (t_long - t_short) / (2 * steps))
+    x = torch.zeros(1, device=device)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up off the default stream, as graph capture asks
+        for _ in range(3):
+            x.add_(1.0)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(kernels):
+            x.add_(1.0)
+    return clock(graph.replay, f"graph of {kernels} kernels") / kernels

@@ -151,10 +151,11 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
     overhead = phase_overhead_s if phase_overhead_s is not None else m.phase_overhead_s
     op_overhead = overhead.get("forward", m.dispatch_s)
     cpu = m.device == "cpu"
+    host_phase = {}
     if not cpu and m.host_op_s:
-        # a GPU runs asynchronously: the host's time per op bounds a phase from below (host_op_s) and each kernel
-        # adds only the device's gap between kernels, the library's launch measured on the recurrent layer
-        overhead, op_overhead = {}, m.launch_s or m.dispatch_s
+        # a GPU runs asynchronously: the host's time per op bounds a phase from below (host_op_s, by phase where
+        # fitted) and each kernel adds only its floor on the device, tiny kernels measured back to back
+        host_phase, overhead, op_overhead = dict(overhead), {}, m.launch_s or m.dispatch_s
     matrix = {d: f"{v:.4g}" for d, v in peaks.items()}
     device = {
         "id": ident,
@@ -224,6 +225,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         efficiency["launch_s"] = f"{m.launch_s:.4g}"
     if not cpu and m.host_op_s:
         efficiency["host_op_s"] = f"{m.host_op_s:.4g}"
+        if host_phase:
+            efficiency["host_phase_s"] = {k: f"{v:.4g}" for k, v in host_phase.items()}
     if m.module_overhead_s:
         efficiency["module_overhead_s"] = f"{m.module_overhead_s:.4g}"
     if m.warnings:

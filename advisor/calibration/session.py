@@ -29,8 +29,8 @@ def calibrate(
                 overlay.build(m), device, torch.get_num_threads(), m.dispatch_s, m.module_overhead_s, tick
             )
             m.phase_overhead_s, m.module_overhead_s = per_op, module
-            if device == "cuda":
-                m.host_op_s = fit.host_per_op(seen, m.dispatch_s)
+            if device == "cuda":  # the tiny nets' steps are the host issuing ops: a GPU's host time per op
+                m.host_op_s, m.host_phase_s = fit.host_per_op(seen, m.dispatch_s), dict(per_op)
     m.warnings = quality.check(m, load)
     m.seconds = time.perf_counter() - start
     data = overlay.build(m)

@@ -310,6 +310,11 @@ class Efficiency(Strict):
         description="host (CPU) time to issue one eager op on an asynchronous device: a phase takes "
         "the longer of the device's work and the host's issuing; without it op_overhead_s adds per op",
     )
+    host_phase_s: dict[str, Duration] = Field(
+        {},
+        description="host time per eager op by training phase (forward, backward, optimizer) on an asynchronous "
+        "device, where it was measured (advisor calibrate --device cuda); host_op_s for a phase without one",
+    )
     module_overhead_s: Duration | None = Field(
         None, description="fixed cost of one nn.Module call in the forward pass (Python), besides its ops"
     )

@@ -112,6 +112,7 @@ class OpTable:
     flops_cap: np.ndarray  # FLOP/s a GEMM on the library's unaligned kernels reaches at most (0: no limit)
     tile: tuple[int, int]
     host_op_s: float  # the host's time per eager op on an asynchronous device (0: overheads add)
+    host_phase_s: dict  # the same by phase, where measured (a calibrated GPU)
     host_calls: np.ndarray  # eager ops each record's calls issue
     extra: list  # (key, micro-batch -> OpTime list) of work no record holds (fused recurrent layers)
     module_s: float  # the forward pass's nn.Module call overhead, added to `module_key`
@@ -391,6 +392,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         flops_cap=np.where(part.unaligned, kernels.unaligned_cap(device, eff), 0.0),
         tile=tuple(eff.gemm_tile) if eff.gemm_tile else (1, 1),
         host_op_s=eff.host_op_s or 0.0,
+        host_phase_s=dict(eff.host_phase_s),
         host_calls=part.host_calls,
         extra=extra,
         module_s=module_s,
@@ -546,7 +548,11 @@ def pass_times(table: OpTable, micro, tp, cp, sp) -> dict[str, dict[tuple[str, s
             [(r, "backward") for r in REGIONS],
             [("optimizer", "optimizer")],
         ):
-            host = {k: calls[k] * table.host_op_s + (table.module_s if k == table.module_key else 0.0) for k in keys}
+            host = {
+                k: calls[k] * table.host_phase_s.get(k[1], table.host_op_s)
+                + (table.module_s if k == table.module_key else 0.0)
+                for k in keys
+            }
             total_host = sum(host.values())
             excess = np.maximum(total_host - sum(out["seconds"][k] for k in keys), 0.0)
             for k in keys:

@@ -347,7 +347,7 @@ def host_bound(
     if not eff.host_op_s:
         return sums
     for phase, acc in sums.items():
-        host = calls.get(phase, 0) * eff.host_op_s
+        host = calls.get(phase, 0) * eff.host_phase_s.get(phase, eff.host_op_s)
         if phase == "forward" and eff.module_overhead_s and profile.module_calls:
             host += eff.module_overhead_s * profile.module_calls
         if host > acc[0]:

@@ -3,6 +3,7 @@ on CUDA, and the shipped catalog's datasheet entry for the same GPU against eage
 
     python benchmarks/gpu_local.py run [--out DIR] [--deadline SECONDS] [--only NAME,...]   (needs a GPU)
     python benchmarks/gpu_local.py report [--dir DIR] [--no-write]                          (anywhere)
+    python benchmarks/gpu_local.py runs RUN_DIR... [--dir DIR]       (DIR/runs.csv: each run's timings, the spread)
 
 `run` does what a user with a GPU does: `advisor calibrate --device cuda` (the overlay goes to DIR, not to the
 user's catalog), then, for each model of MODELS (the CPU benchmark's families at GPU batch sizes, the reference
@@ -14,13 +15,16 @@ the GPU machine.
 `report` estimates every saved profile on (a) the calibrated overlay in DIR and (b) the catalog device the GPU's
 name matches (the datasheet figures and the family's efficiency data, what a user without a calibration gets),
 and writes DIR/validation.csv and the tables between the gpu-local markers of README.md. These rows are never
-used to fit anything: catalog/efficiency.yaml is fitted on published rows (benchmarks/fit_gpu.py) alone.
+fitted into anything: catalog/efficiency.yaml comes from published rows (benchmarks/fit_gpu.py) alone, and choices
+about the calibrated path may look at the TUNING families only. benchmarks/results/gpu-local holds the third of
+three runs on an H200 (2026-12-04) and runs.csv the timings of all three.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import os
 import statistics
@@ -142,6 +146,8 @@ def run(out: Path, deadline_s: float, only: set[str] | None, device: str = "cuda
             data, m = session.calibrate(device, tick=lambda s: log(f"calibrate: {s}"))
             path = out / f"calibration-{device_id(m)}.yaml"
             session.save(data, path, force=True)
+            raw = {k: v for k, v in dataclasses.asdict(m).items()}  # the measurements, to rebuild the overlay
+            (out / f"measurements-{device_id(m)}.json").write_text(json.dumps(raw) + "\n")
             log(f"calibration: {m.seconds:.1f} s -> {path.name}; warnings {m.warnings}")
         except Exception:  # noqa: BLE001 - a benchmark run: keep going, the log has the traceback
             log("calibration FAILED:\n" + traceback.format_exc())
@@ -225,6 +231,55 @@ def kernel_table(name: str, out: Path, scratch: Path) -> None:
     log(f"kernel table {name} written")
 
 
+# Families, as in benchmarks/accuracy.py: decisions about the calibrated GPU path (what a calibration measures, what
+# it takes from the catalog) may look at TUNING rows only; the README reports the others.
+TUNING = {"mlp", "resnet", "resnet50", "mobilenet", "mobilenet_v2", "lstm", "gpt", "gpt2_124m", "vit", "vit_b16"}
+
+
+def family(name: str) -> str:
+    return name.split("-")[0]
+
+
+def collect_runs(folders: list[Path], out: Path) -> None:
+    """DIR/runs.csv: the measured step and phases of every profile of each run folder, run by run (the spread)."""
+    from advisor.profiler.schema import load_profile
+
+    rows = []
+    for run, folder in enumerate(folders, 1):
+        for path in sorted(folder.glob("profiles/*.yaml")):
+            t = load_profile(path).timing
+            ms = (t.step_time_s, t.forward_s, t.backward_s, t.optimizer_s)
+            keys = ("step_ms", "forward_ms", "backward_ms", "optimizer_ms")
+            rows.append({"run": run, "name": path.stem, **{k: f"{v * 1e3:.4g}" for k, v in zip(keys, ms, strict=True)}})
+    with open(out / "runs.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, ["run", "name", "step_ms", "forward_ms", "backward_ms", "optimizer_ms"])
+        w.writeheader()
+        w.writerows(rows)
+
+
+def spreads(folder: Path) -> dict[str, float]:
+    """name -> slowest / fastest measured step over the runs in DIR/runs.csv."""
+    steps: dict[str, list[float]] = {}
+    path = folder / "runs.csv"
+    if path.is_file():
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                steps.setdefault(r["name"], []).append(float(r["step_ms"]))
+    return {k: max(v) / min(v) for k, v in steps.items() if len(v) > 1}
+
+
+def summary(rows: list[dict], key: str) -> dict | None:
+    errs = [r[key] for r in rows if r.get(key) is not None]
+    if not errs:
+        return None
+    return {
+        "rows": len(errs),
+        "median": statistics.median(abs(e) for e in errs),
+        "max": max(abs(e) for e in errs),
+        "mean": statistics.mean(errs),
+    }
+
+
 def report(folder: Path, write: bool) -> None:
     from advisor import api
     from advisor.profiler.schema import load_profile
@@ -233,6 +288,7 @@ def report(folder: Path, write: bool) -> None:
     shipped = api.catalog()
     calibrated = api.catalog(cal) if cal else None
     cal_id = cal[0].stem.removeprefix("calibration-") if cal else None
+    spread = spreads(folder)
     rows = []
     for path in sorted(folder.glob("profiles/*.yaml")):
         prof = load_profile(path)
@@ -241,12 +297,11 @@ def report(folder: Path, write: bool) -> None:
             continue
         row = {
             "name": prof.name,
+            "set": "tuning" if family(prof.name) in TUNING else "report",
             "precision": prof.precision,
             "batch": t.batch_size,
             "measured_ms": t.step_time_s * 1e3,
-            "fwd_ms": t.forward_s * 1e3,
-            "bwd_ms": t.backward_s * 1e3,
-            "opt_ms": t.optimizer_s * 1e3,
+            "spread": spread.get(prof.name),
         }
         for label, cat, ident in (("catalog", shipped, t.catalog_device), ("calibrated", calibrated, cal_id)):
             if cat is None or ident is None:
@@ -254,37 +309,88 @@ def report(folder: Path, write: bool) -> None:
             est = api.estimate(
                 prof, ident, precision=prof.precision, micro_batch=t.batch_size, global_batch=t.batch_size, cat=cat
             )
-            s = sum(est.phases[p].seconds for p in PHASES)
-            row[f"{label}_ms"] = s * 1e3
-            row[f"{label}_error"] = (s - t.step_time_s) / t.step_time_s
+            seconds = sum(est.phases[p].seconds for p in PHASES)
             row[f"{label}_device"] = ident
+            row[f"{label}_ms"] = seconds * 1e3
+            row[f"{label}_error"] = (seconds - t.step_time_s) / t.step_time_s
         rows.append(row)
+    nan = float("nan")
     for r in rows:
         print(
-            f"{r['name']:32s} {r['measured_ms']:9.2f} ms  catalog {r.get('catalog_error', float('nan')):+7.1%}"
-            f"  calibrated {r.get('calibrated_error', float('nan')):+7.1%}"
+            f"{r['name']:30s} {r['set']:7s} {r['measured_ms']:9.2f} ms  catalog {r.get('catalog_error', nan):+7.1%}"
+            f"  calibrated {r.get('calibrated_error', nan):+7.1%}  spread {r['spread'] or nan:.2f}"
         )
-    for label in ("catalog", "calibrated"):
-        errs = [abs(r[f"{label}_error"]) for r in rows if f"{label}_error" in r]
-        if errs:
-            signed = statistics.mean(r[f"{label}_error"] for r in rows if f"{label}_error" in r)
-            print(
-                f"{label}: {len(errs)} rows, median |error| {statistics.median(errs):.1%}, max {max(errs):.1%}, "
-                f"mean signed {signed:+.1%}"
-            )
+    lines = []
+    for label in ("calibrated", "catalog"):
+        for which in ("report", "tuning"):
+            s = summary([r for r in rows if r["set"] == which], f"{label}_error")
+            if s:
+                lines.append(
+                    f"| {label} | {which} | {s['rows']} | {s['median']:.0%} | {s['max']:.0%} | {s['mean']:+.0%} |"
+                )
+                print(lines[-1])
     if not write:
         return
-    fields = sorted({k for r in rows for k in r}, key=lambda k: (k not in ("name", "precision", "batch"), k))
+    fields = ["name", "set", "precision", "batch", "measured_ms", "spread"]
+    fields += [f"{a}_{b}" for a in ("catalog", "calibrated") for b in ("device", "ms", "error")]
     with open(folder / "validation.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fields)
         w.writeheader()
         for r in rows:
             w.writerow({k: f"{v:.4g}" if isinstance(v, float) else v for k, v in r.items()})
+    readme(rows, lines, folder)
+
+
+def readme(rows: list[dict], lines: list[str], folder: Path) -> None:
+    """The summary and the per-model table into README.md between the gpu-local markers."""
+    env = json.loads((folder / "environment.json").read_text()) if (folder / "environment.json").is_file() else {}
+    s = [r["spread"] for r in rows if r.get("spread")]
+    out = [
+        BEGIN,
+        f"Measured on one {env.get('device', 'GPU')} ({env.get('date', '')}, torch {env.get('torch', '?')}, cuDNN "
+        f"{env.get('cudnn', '?')}); error = (estimated - measured) / measured step time; calibrated: the machine's own "
+        "`advisor calibrate --device cuda`; catalog: its datasheet entry and family efficiency, as without "
+        f"calibrating. Spread over {len(set(csv_runs(folder)))} runs (slowest / fastest step): median "
+        f"{statistics.median(s):.2f}, max {max(s):.2f}."
+        if s
+        else "",
+        "",
+        "| estimate | set | rows | median abs. error | max | mean signed |",
+        "|---|---|---:|---:|---:|---:|",
+        *lines,
+        "",
+        "| model | set | precision | batch | measured | catalog | calibrated |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in sorted(rows, key=lambda r: (r["set"] != "report", r["name"])):
+        cells = [f"{r[k]:+.0%}" if r.get(k) is not None else "" for k in ("catalog_error", "calibrated_error")]
+        out.append(
+            f"| {r['name']} | {r['set']} | {r['precision']} | {r['batch']} | {r['measured_ms']:.3g} ms | "
+            + " | ".join(cells)
+            + " |"
+        )
+    out.append(END)
+    path = ROOT / "README.md"
+    text = path.read_text()
+    if BEGIN not in text or END not in text:
+        print("README.md has no gpu-local markers: not written", file=sys.stderr)
+        return
+    head, rest = text.split(BEGIN, 1)
+    path.write_text(head + "\n".join(out) + rest.split(END, 1)[1])
+
+
+def csv_runs(folder: Path) -> list[str]:
+    path = folder / "runs.csv"
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        return [r["run"] for r in csv.DictReader(f)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("run", "report"))
+    parser.add_argument("mode", choices=("run", "report", "runs"))
+    parser.add_argument("folders", nargs="*", type=Path, help="runs: the run folders, in order")
     parser.add_argument("--out", "--dir", dest="dir", type=Path, default=OUT)
     parser.add_argument("--deadline", type=float, default=600.0, help="run: start no model after this many seconds")
     parser.add_argument("--only", default=None, help="run: comma-separated model names (and/or 'calibrate')")
@@ -293,6 +399,8 @@ def main() -> None:
     a = parser.parse_args()
     if a.mode == "run":
         run(a.dir, a.deadline, set(a.only.split(",")) if a.only else None, a.device)
+    elif a.mode == "runs":
+        collect_runs(a.folders, a.dir)
     else:
         report(a.dir, not a.no_write)
 

@@ -176,6 +176,8 @@ def test_gpu_overlay_is_named_after_the_gpu(monkeypatch):
     assert device.memory_bytes == 141e9
     assert eff.calibration_threads is None  # threads matter on a CPU only
     assert device.notes.endswith("NVML was not available.")
+    # the H200's library rules (misaligned GEMMs, NCHW transposes, waves) come from its catalog family
+    assert eff.kernel_rules == "nvidia-hopper"
 
 
 def test_gpu_overlay_is_asynchronous_and_takes_bandwidth_beyond_the_cache(monkeypatch):
@@ -211,3 +213,31 @@ def test_host_per_op_is_the_tiny_nets_unexplained_time_over_their_ops():
     seen = [net((100, 1e-3), (200, 2.4e-3), (50, 0.2e-3)), net((20, 0.2e-3), (40, 0.6e-3), (10, 0.04e-3))]
     assert host_per_op(seen, 5e-6) == pytest.approx(4.44e-3 / 420)
     assert host_per_op(seen, 20e-6) == 20e-6  # never below one dispatch
+
+
+def test_calibrated_gpu_takes_its_familys_kernel_rules_unless_it_sets_them(tmp_path):
+    from advisor.catalog.load import load_catalog
+    from advisor.errors import UserError
+
+    overlay = {
+        "efficiency": [
+            {"id": "mine", "note": "a test profile", "device_link": 0.7, "network": 0.6, "collective_latency_s": "50us",
+             "matrix": [{"min_size": 0, "efficiency": 0.5}], "vector": 0.5,
+             "memory": [{"min_size": 0, "efficiency": 0.9}], "op_overhead_s": "2us", "kernel_rules": "nvidia-hopper",
+             "gemm_tile": [64, 64]},
+        ]
+    }  # fmt: skip
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(overlay))
+    cat = load_catalog([path], use_env=False)
+    mine, hopper = cat.efficiency["mine"], cat.efficiency["nvidia-hopper"]
+    assert mine.tensor_core_channels == hopper.tensor_core_channels == 8  # taken: the catalog's figure
+    assert mine.nchw_transpose == hopper.nchw_transpose
+    assert mine.unaligned_gemm_flops_per_clock == hopper.unaligned_gemm_flops_per_clock
+    assert mine.gemm_tile == [64, 64] and hopper.gemm_tile != [64, 64]  # its own stays
+    assert mine.matrix[0].efficiency == 0.5  # rates and curves are never taken
+    overlay["efficiency"][0]["kernel_rules"] = "nvidia-hoper"
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(yaml.safe_dump(overlay))
+    with pytest.raises(UserError, match="kernel_rules: unknown efficiency profile 'nvidia-hoper'"):
+        load_catalog([typo], use_env=False)

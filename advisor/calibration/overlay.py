@@ -211,6 +211,9 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         efficiency["fused_rnn"] = ["LSTM"]  # PyTorch runs LSTMs through oneDNN on CPUs, the others per step
     else:
         efficiency["fused_rnn"] = ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"]  # cuDNN
+        family = _catalog_family(m.name)
+        if family:  # the libraries' rules for misaligned, NCHW and wave-quantized work, which square GEMMs never show
+            efficiency["kernel_rules"] = family
     if m.op_efficiency:
         efficiency["op_efficiency"] = dict(m.op_efficiency)
     if overhead:
@@ -234,6 +237,16 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
     return {"devices": [device], "efficiency": [efficiency]}
 
 
+def _catalog_family(gpu_name: str) -> str | None:
+    """The shipped catalog's efficiency profile for a GPU of this name (None for a GPU it does not list)."""
+    from advisor.catalog.load import load_catalog
+    from advisor.profiler.device import match_catalog
+
+    cat = load_catalog(use_env=False)
+    ident = match_catalog(gpu_name, cat)
+    return cat.devices[ident].efficiency if ident else None
+
+
 def _vendor(name: str) -> str:
     low = name.lower()
     for vendor in ("nvidia", "amd", "intel", "arm", "apple"):
@@ -251,6 +264,8 @@ def _nvml_note(device: dict) -> str:
         return " NVML was not available."
     if info.sm_count:
         device["sm_count"] = info.sm_count
+    if info.sm_clock_max_mhz:
+        device["boost_clock"] = f"{info.sm_clock_max_mhz:.0f} MHz"
     return (
         f" NVML: {info.name}, max SM clock {info.sm_clock_max_mhz:.0f} MHz, max memory clock "
         f"{info.memory_clock_max_mhz:.0f} MHz, driver {info.driver_version}."

@@ -169,9 +169,26 @@ class _Builder:
                     for line in _describe(exc):
                         self.problem(f"{where}: {line}")
         self._check_references(models)
+        self._take_kernel_rules(models["efficiency"])
         if self.problems:
             return None
         return Catalog(**models, files=self.files, overrides=self.overrides)
+
+    def _take_kernel_rules(self, efficiency: dict) -> None:
+        """Each profile naming `kernel_rules` takes that profile's KERNEL_RULES fields it does not set itself."""
+        from advisor.catalog.schema import KERNEL_RULES
+
+        for key, eff in list(efficiency.items()):
+            if eff.kernel_rules is None:
+                continue
+            ref = efficiency.get(eff.kernel_rules)
+            if ref is None or ref.kernel_rules is not None:
+                what = "unknown efficiency profile" if ref is None else "a profile that takes its own from another"
+                where = f"{self.origin['efficiency'][key]}: efficiency {key}"
+                self.problem(f"{where}: field kernel_rules: {what} {eff.kernel_rules!r}")
+                continue
+            taken = {f: getattr(ref, f) for f in KERNEL_RULES if f not in eff.model_fields_set}
+            efficiency[key] = eff.model_copy(update=taken)
 
     def _check_references(self, models: dict[str, dict]) -> None:
         devices, efficiency = models["devices"], models["efficiency"]

@@ -171,6 +171,17 @@ def _ascending(steps: list[Step]) -> list[Step]:
 Curve = Annotated[list[Step], AfterValidator(_ascending)]
 
 
+# Properties of a vendor's kernel libraries (cuBLAS, cuDNN), not of one machine: what `kernel_rules` takes over.
+KERNEL_RULES = (
+    "tensor_core_channels",
+    "tensor_core_padding",
+    "nchw_transpose",
+    "gemm_tile",
+    "tiles_per_sm",
+    "unaligned_gemm_flops_per_clock",
+)
+
+
 class Efficiency(Strict):
     """Achievable fractions of datasheet peaks for a device family, and the fixed cost of an op."""
 
@@ -296,6 +307,13 @@ class Efficiency(Strict):
         description="FLOPs per multiprocessor and clock of a 16-bit GEMM with a dimension that is not a multiple "
         "of tensor_core_channels (16 bytes): the library falls back to tensor-core kernels that load element by "
         "element (CUTLASS align1/align2), so the GEMM runs at most this x sm_count x boost_clock",
+    )
+    kernel_rules: str | None = Field(
+        None,
+        description="id of a catalog efficiency profile whose kernel rules (KERNEL_RULES: tensor-core channel "
+        "alignment and padding, NCHW transposes, GEMM tiles and waves, unaligned GEMMs) this one follows where it "
+        "sets none itself: a calibration measures rates on aligned, square work and takes the library's rules "
+        "from the GPU's family",
     )
     fused_rnn: list[str] = Field(
         [],

@@ -123,6 +123,4 @@ def register(app: typer.Typer) -> None:
         if kept:
             note(f"kept the calibration in place: {kept}; this run went to {written} (--force replaces it)")
         s = summary(data, written, m.seconds, kept)
-        if device == "cuda":
-            note("the CUDA path was written without a GPU to test it on: check the figures")
         emit(s, fmt, lambda: _table(s))

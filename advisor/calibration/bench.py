@@ -62,15 +62,10 @@ class Clock:
     and the fastest round, since other processes only ever slow a wall-clock round down. Every measurement
     keeps the spread of its rounds (slowest / fastest) for the quality checks."""
 
-    GRAPH_BELOW_S = 30e-6  # a GPU call shorter than this may be the host's time, not the kernel's
-    GRAPH_CALLS = 32
-
-    def __init__(self, device: str, min_s: float, repeats: int, threads: int = 1, graphs: bool = False):
+    def __init__(self, device: str, min_s: float, repeats: int, threads: int = 1):
         import torch
 
         self.cuda = device == "cuda"
-        self.graphs = graphs and self.cuda  # time short GPU calls on the device alone (see _graph_rounds)
-        self.graphed = 0  # measurements timed as graphs
         self.sync = torch.cuda.synchronize if self.cuda else (lambda: None)
         self.min_s, self.repeats = min_s, repeats
         self.process = not self.cuda and threads == 1
@@ -80,8 +75,6 @@ class Clock:
     def __call__(self, fn: Callable[[], object], what: str = "", scale: float = 1.0) -> float:
         if self.cuda:
             rounds = self._cuda_rounds(fn)
-            if self.graphs and min(rounds) < self.GRAPH_BELOW_S:
-                rounds = self._graph_rounds(fn) or rounds
         else:
             rounds = self._rounds(fn)
         if what:
@@ -110,39 +103,6 @@ class Clock:
             self.sync()
             rounds.append((self.now() - t0) / n)
         return rounds
-
-    def _graph_rounds(self, fn) -> list[float] | None:
-        """The device's own time per call: GRAPH_CALLS calls captured in a CUDA graph, replayed in rounds (CUDA
-        events around them). Eager calls shorter than the host's time to issue one (Python, dispatch, launch:
-        5-10 us) measure the host; a training step's small kernels queue behind long ones and cost their own
-        time, which the estimator adds to the host's (host_phase_s) as the longer of the two. None where the call
-        cannot be captured (a host synchronisation inside): the eager rounds stand."""
-        import torch
-
-        try:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):  # capture wants its warm-up off the default stream
-                for _ in range(2):
-                    fn()
-            torch.cuda.current_stream().wait_stream(side)
-            torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for _ in range(self.GRAPH_CALLS):
-                    fn()
-            graph.replay()
-            torch.cuda.synchronize()
-        except Exception:  # noqa: BLE001 - any capture failure: fall back to the eager rounds
-            try:
-                torch.cuda.synchronize()
-            except Exception:  # noqa: BLE001
-                pass
-            return None
-        rounds = self._cuda_rounds(graph.replay)
-        del graph
-        self.graphed += 1
-        return [r / self.GRAPH_CALLS for r in rounds]
 
     def _cuda_rounds(self, fn) -> list[float]:
         """CUDA events around each round (the GPU's own clock, launch queue included)."""
@@ -230,17 +190,13 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
     cuda = device == "cuda"
     threads = torch.get_num_threads()
     min_s, repeats = (0.002, 2) if quick else (0.02, 5)
-    host = Clock(device, min_s, repeats, threads)  # eager calls: on a GPU, what the host takes per op
-    clock = Clock(device, min_s, repeats, threads, graphs=cuda)  # the device's own time per call
-    clock.spreads = host.spreads
+    clock = Clock(device, min_s, repeats, threads)
     name = torch.cuda.get_device_name() if cuda else cpu_name()
     m = Measurements(device=device, name=name, threads=threads)
     one = torch.ones(1, device=device)
-    m.checks["dispatch_first_s"] = host(lambda: torch.add(one, one), "dispatch")
-    m.dispatch_s = m.checks["dispatch_first_s"]
-    if cuda:
-        m.dispatch_s = clock(lambda: torch.add(one, one), "dispatch on the device")
-    m.module_overhead_s = module_call(device, host)
+    m.dispatch_s = clock(lambda: torch.add(one, one), "dispatch")
+    m.checks["dispatch_first_s"] = m.dispatch_s
+    m.module_overhead_s = module_call(device, clock)
     m.checks["matmul_ref_first_s"] = kernels.reference_matmul(device, clock)
     if not cuda and threads > 1:
         # the same two figures on one thread and the process clock, which other processes cannot inflate:
@@ -289,13 +245,11 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
     m.vector_seconds, m.vector_bytes = t, 8.0 * n
     m.vector_flops_s = 5.0 * n / max(t - m.dispatch_s, 1e-9)  # the profiler counts gelu (erf) as 5 per element
     tick("vector ops by size")
-    quick_clock = Clock(device, min_s / 2, max(2, repeats - 2), threads, graphs=cuda)  # many small cases
+    quick_clock = Clock(device, min_s / 2, max(2, repeats - 2), threads)  # many small cases: shorter rounds
     quick_clock.spreads = clock.spreads
     m.ops = ops.measure(device, quick_clock, quick, tick)
-    if cuda:
-        m.checks["graphed"] = float(clock.graphed + quick_clock.graphed)
     # the same reference figures once more at the end: a busy machine shows as a change between the two
-    m.checks["dispatch_last_s"] = host(lambda: torch.add(one, one), "dispatch again")
+    m.checks["dispatch_last_s"] = clock(lambda: torch.add(one, one), "dispatch again")
     ref = kernels.reference_matmul(device, clock)
     m.checks["matmul_ref_last_s"] = ref
     m.checks["matmul_ref_flops"] = kernels.REFERENCE_FLOPS

@@ -23,8 +23,6 @@ SIZES = (1 << 8, 1 << 12, 1 << 16, 1 << 19, 1 << 21)
 # Gradients of gathers: a zeroed table of the weight's size (written), then a scatter-add of the gathered rows
 # (read). The table is costed as memory traffic, the scatter by its own curve over the bytes it reads.
 SCATTERS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
-# a GPU's L2 holds the sizes above (tens of MB): its training steps' large activations come from HBM
-GPU_SIZES = (1 << 23, 1 << 25)
 ATTENTION_SIZES = (1 << 14, 1 << 18)
 CHANNELS, SIDE, WIDTH, ROWS_WIDE, TABLE = 64, 16, 256, 1024, 4096  # a small table: the scatter dominates
 
@@ -225,7 +223,7 @@ def measure(
     """{aten op: [(FLOPs, bytes, seconds) per call at each size]}. A case whose op the counter does not
     see by that name (another device's kernel) is left out."""
     out: dict[str, list[tuple[float, float, float]]] = {}
-    sizes = SIZES[:3:2] if quick else SIZES + (GPU_SIZES if device == "cuda" else ())
+    sizes = SIZES[:3:2] if quick else SIZES
     for name, make in _cases(device):
         for n in sizes:
             fns = [make(n) for _ in range(2)]

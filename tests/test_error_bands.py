@@ -142,3 +142,18 @@ def test_profile_records_module_calls_recurrent_layers_and_layouts(tmp_path):
 def test_profiles_without_the_new_fields_still_load():
     prof = api.profile_from("lstm")  # shipped before module calls and recurrent layers were recorded
     assert prof.ops
+
+
+def test_calibrated_gpu_takes_the_band_of_calibrated_gpus(banded):
+    from advisor.catalog.schema import AccuracyBand
+
+    h200 = banded.devices["h200"]
+    mine = h200.model_copy(update={"source": "measured by advisor calibrate on a test host (NVIDIA H200)"})
+    eff = banded.efficiency[h200.efficiency]
+    # no calibrated-gpu band yet: the median cnn band of the validated families (Ampere's 0.1) x 1.5 = 0.15, raised
+    # to the 0.25 floor of an uncovered family
+    assert band_for(banded, mine, eff, api.profile_from("resnet50"))[0] == pytest.approx(0.25)
+    extra = AccuracyBand(**band("g-cnn", "calibrated-gpu", "cnn", 0.27))
+    with_gpu = banded.model_copy(update={"accuracy": {**banded.accuracy, "g-cnn": extra}})
+    value, basis = band_for(with_gpu, mine, eff, api.profile_from("resnet50"))
+    assert value == 0.27 and "five test runs of cnn" in basis  # its own kind's band, not the H200's family

@@ -46,7 +46,6 @@ class Measurements:
     floors: dict[str, float] = field(default_factory=dict)  # aten op -> seconds of its smallest call
     launch_s: float | None = None  # GPUs: device time per tiny kernel run back to back (a CUDA graph)
     host_op_s: float | None = None  # GPUs: the host's time to issue one eager op (fitted on the tiny nets)
-    host_phase_s: dict[str, float] = field(default_factory=dict)  # GPUs: the same by training phase
     first_touch_s_per_byte: float = 0.0  # CPUs: the OS's cost of a fresh page, per byte (0: not measured)
     op_efficiency: dict[str, float] = field(default_factory=dict)  # older calibrations: aten op -> efficiency
     spreads: list[tuple[str, float]] = field(default_factory=list)  # (what, slowest / fastest round)

@@ -30,7 +30,7 @@ def calibrate(
             )
             m.phase_overhead_s, m.module_overhead_s = per_op, module
             if device == "cuda":  # the tiny nets' steps are the host issuing ops: a GPU's host time per op
-                m.host_op_s, m.host_phase_s = fit.host_per_op(seen, m.dispatch_s), dict(per_op)
+                m.host_op_s = fit.host_per_op(seen, m.dispatch_s)  # (by phase: phase_overhead_s, see overlay)
     m.warnings = quality.check(m, load)
     m.seconds = time.perf_counter() - start
     data = overlay.build(m)

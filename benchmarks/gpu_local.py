@@ -147,7 +147,7 @@ def run(out: Path, deadline_s: float, only: set[str] | None, device: str = "cuda
             data, m = session.calibrate(device, tick=lambda s: log(f"calibrate: {s}"))
             path = out / f"calibration-{device_id(m)}.yaml"
             session.save(data, path, force=True)
-            raw = {k: v for k, v in dataclasses.asdict(m).items()}  # the measurements, to rebuild the overlay
+            raw = dataclasses.asdict(m)  # the measurements, to rebuild the overlay without the GPU
             (out / f"measurements-{device_id(m)}.json").write_text(json.dumps(raw) + "\n")
             log(f"calibration: {m.seconds:.1f} s -> {path.name}; warnings {m.warnings}")
         except Exception:  # noqa: BLE001 - a benchmark run: keep going, the log has the traceback
@@ -161,12 +161,14 @@ def run(out: Path, deadline_s: float, only: set[str] | None, device: str = "cuda
             break
         t0 = time.perf_counter()
         try:
-            if nhwc:
-                wrapped = scratch / f"{path.stem}_nhwc.py"
-                wrapped.write_text(CHANNELS_LAST.format(path=str(path)))
-                path = wrapped
             prof = profile_model(
-                path, batch_size=batch, device=device, precision=precision, warmup=WARMUP, repeats=REPEATS, name=name
+                model_file(path, nhwc, scratch),
+                batch_size=batch,
+                device=device,
+                precision=precision,
+                warmup=WARMUP,
+                repeats=REPEATS,
+                name=name,
             )
             save_profile(prof, out / "profiles" / f"{name}.yaml")
             t = prof.timing
@@ -182,13 +184,24 @@ def run(out: Path, deadline_s: float, only: set[str] | None, device: str = "cuda
             if device == "cuda":
                 torch.cuda.empty_cache()
     for name in KERNEL_TABLES:
-        if time.perf_counter() - start > deadline_s or (only is not None and name not in only):
+        if only is not None and name not in only:
+            continue
+        if time.perf_counter() - start > deadline_s:
             break
         try:
             kernel_table(name, out, scratch)
         except Exception:  # noqa: BLE001
             log(f"kernel table {name} FAILED:\n" + traceback.format_exc())
     log(f"done in {time.perf_counter() - start:.1f} s")
+
+
+def model_file(path: Path, nhwc: bool, scratch: Path) -> Path:
+    """The model file to run: `path`, or its channels-last wrapper (published.py's) written into `scratch`."""
+    if not nhwc:
+        return path
+    wrapped = scratch / f"{path.stem}_nhwc.py"
+    wrapped.write_text(CHANNELS_LAST.format(path=str(path)))
+    return wrapped
 
 
 def kernel_table(name: str, out: Path, scratch: Path) -> None:
@@ -204,11 +217,7 @@ def kernel_table(name: str, out: Path, scratch: Path) -> None:
     from advisor.profiler.step import build, forward_loss
 
     _, path, batch, precision, nhwc = next(m for m in MODELS if m[0] == name)
-    if nhwc:
-        wrapped = scratch / f"{path.stem}_nhwc.py"
-        wrapped.write_text(CHANNELS_LAST.format(path=str(path)))
-        path = wrapped
-    mf = load_model_file(path)
+    mf = load_model_file(model_file(path, nhwc, scratch))
     model, data, opt, _ = build(mf, "cuda", batch, precision, None)
     low = low_dtype(precision)
 
@@ -258,15 +267,21 @@ def collect_runs(folders: list[Path], out: Path) -> None:
         w.writerows(rows)
 
 
-def spreads(folder: Path) -> dict[str, float]:
-    """name -> slowest / fastest measured step over the runs in DIR/runs.csv."""
+def run_steps(folder: Path) -> dict[str, list[float]]:
+    """name -> the measured step (ms) of each run in DIR/runs.csv."""
     steps: dict[str, list[float]] = {}
     path = folder / "runs.csv"
     if path.is_file():
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
                 steps.setdefault(r["name"], []).append(float(r["step_ms"]))
-    return {k: max(v) / min(v) for k, v in steps.items() if len(v) > 1}
+    return steps
+
+
+def environment_of(folder: Path) -> dict:
+    """DIR/environment.json (what `run` recorded of the machine), {} without one."""
+    path = folder / "environment.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def summary(rows: list[dict], key: str) -> dict | None:
@@ -290,7 +305,9 @@ def report(folder: Path, write: bool) -> None:
     shipped = api.catalog()
     calibrated = api.catalog(cal) if cal else None
     cal_id = cal[0].stem.removeprefix("calibration-") if cal else None
-    spread = spreads(folder)
+    steps = run_steps(folder)
+    spread = {k: max(v) / min(v) for k, v in steps.items() if len(v) > 1}  # slowest / fastest step
+    runs = max((len(v) for v in steps.values()), default=1)
     rows = []
     for path in sorted(folder.glob("profiles/*.yaml")):
         prof = load_profile(path)
@@ -334,7 +351,7 @@ def report(folder: Path, write: bool) -> None:
                 print(lines[-1])
     if not write:
         return
-    write_bands(rows, folder)
+    write_bands(rows, environment_of(folder))
     fields = ["name", "set", "kind", "precision", "batch", "measured_ms", "spread"]
     fields += [f"{a}_{b}" for a in ("catalog", "calibrated") for b in ("device", "ms", "error")]
     with open(folder / "validation.csv", "w", newline="") as f:
@@ -342,17 +359,16 @@ def report(folder: Path, write: bool) -> None:
         w.writeheader()
         for r in rows:
             w.writerow({k: f"{v:.4g}" if isinstance(v, float) else v for k, v in r.items()})
-    readme(rows, lines, folder)
+    readme(rows, lines, environment_of(folder), runs)
 
 
-def write_bands(rows: list[dict], folder: Path) -> None:
+def write_bands(rows: list[dict], env: dict) -> None:
     """catalog/accuracy-gpu-local.yaml: the error band of estimates on a calibrated GPU (calibrated-gpu), from the
     report rows' calibrated errors, over all kinds and per kind of workload with two rows or more."""
     import yaml
 
     from advisor.io import write_atomic
 
-    env = json.loads((folder / "environment.json").read_text()) if (folder / "environment.json").is_file() else {}
     report = [r for r in rows if r["set"] == "report" and r.get("calibrated_error") is not None]
     entries = []
     for kind in ("any", *sorted({r["kind"] for r in report})):
@@ -379,16 +395,15 @@ def write_bands(rows: list[dict], folder: Path) -> None:
     write_atomic(BANDS, head + yaml.safe_dump({"accuracy": entries}, sort_keys=False, width=120), "bands")
 
 
-def readme(rows: list[dict], lines: list[str], folder: Path) -> None:
+def readme(rows: list[dict], lines: list[str], env: dict, runs: int) -> None:
     """The summary and the per-model table into README.md between the gpu-local markers."""
-    env = json.loads((folder / "environment.json").read_text()) if (folder / "environment.json").is_file() else {}
     s = [r["spread"] for r in rows if r.get("spread")]
     out = [
         BEGIN,
         f"Measured on one {env.get('device', 'GPU')} ({env.get('date', '')}, torch {env.get('torch', '?')}, cuDNN "
         f"{env.get('cudnn', '?')}); error = (estimated - measured) / measured step time; calibrated: the machine's own "
         "`advisor calibrate --device cuda`; catalog: its datasheet entry and family efficiency, as without "
-        f"calibrating. Spread over {len(set(csv_runs(folder)))} runs (slowest / fastest step): median "
+        f"calibrating. Spread over {runs} runs (slowest / fastest step): median "
         f"{statistics.median(s):.2f}, max {max(s):.2f}."
         if s
         else "",
@@ -415,14 +430,6 @@ def readme(rows: list[dict], lines: list[str], folder: Path) -> None:
         return
     head, rest = text.split(BEGIN, 1)
     path.write_text(head + "\n".join(out) + rest.split(END, 1)[1])
-
-
-def csv_runs(folder: Path) -> list[str]:
-    path = folder / "runs.csv"
-    if not path.is_file():
-        return []
-    with open(path, newline="") as f:
-        return [r["run"] for r in csv.DictReader(f)]
 
 
 def main() -> None:

@@ -214,6 +214,12 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         family = _catalog_family(m.name)
         if family:  # the libraries' rules for misaligned, NCHW and wave-quantized work, which square GEMMs never show
             efficiency["kernel_rules"] = family
+        if m.launch_s:
+            efficiency["launch_s"] = f"{m.launch_s:.4g}"
+        if m.host_op_s:
+            efficiency["host_op_s"] = f"{m.host_op_s:.4g}"
+            if host_phase:
+                efficiency["host_phase_s"] = {k: f"{v:.4g}" for k, v in host_phase.items()}
     if m.op_efficiency:
         efficiency["op_efficiency"] = dict(m.op_efficiency)
     if overhead:
@@ -224,12 +230,6 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
             floors.setdefault(op, min(points, key=lambda p: p[1])[2])
     if floors:
         efficiency["min_op_s"] = {op: f"{_seconds(t, m.dispatch_s):.4g}" for op, t in sorted(floors.items())}
-    if not cpu and m.launch_s:
-        efficiency["launch_s"] = f"{m.launch_s:.4g}"
-    if not cpu and m.host_op_s:
-        efficiency["host_op_s"] = f"{m.host_op_s:.4g}"
-        if host_phase:
-            efficiency["host_phase_s"] = {k: f"{v:.4g}" for k, v in host_phase.items()}
     if m.module_overhead_s:
         efficiency["module_overhead_s"] = f"{m.module_overhead_s:.4g}"
     if m.warnings:

@@ -460,3 +460,74 @@ def test_an_estimate_says_what_unaligned_gemms_cost_and_what_to_pad():
     assert f"{seconds / est.step_time_s:.0%} of the step" in note and "[768, 50257]" in note
     tpu = api.estimate(prof, "tpu-v5p", precision="bf16-mixed", micro_batch=12, global_batch=12, cat=cat)
     assert not any("not a multiple of 8" in n for n in tpu.assumptions)  # XLA pads it
+
+
+def test_nchw_batch_norm_runs_one_block_per_channel():
+    """cuDNN's batch norm on NCHW tensors whose channels outgrow one SM: a call takes a channel's N·H·W elements
+    over one block's rate (benchmarks/bn_kernels.py: 0.67 forward, 0.335 backward per clock on an H200), whatever
+    the bandwidth; the channels run two blocks per SM at a time."""
+    from advisor.catalog.schema import ChannelBlocks
+
+    gpu = CPU.model_copy(update={"kind": "gpu", "sm_count": 132, "boost_clock": 1.98e9, "memory_bandwidth": 4.8e12})
+    rule = ChannelBlocks(forward_per_clock=0.67, backward_per_clock=0.335, blocks_per_sm=2, channel_bytes_max=131072)
+    eff = with_(batch_norm_nchw=rule, memory=[{"min_size": 0, "efficiency": 1.0}], op_overhead_s=1e-9)
+    stem = record(op="aten.cudnn_batch_norm", category="vector", shapes="[8, 32, 112, 112], [32], [32], [32], [32]")
+    grad = record(op="aten.native_batch_norm_backward", phase="backward", category="vector",
+                  shapes="[8, 32, 112, 112], [8, 32, 112, 112], [32], [32], [32], [32], [32]")  # fmt: skip
+    # batch 128: 112·112·128 = 1,605,632 elements per channel, 6.4 MB of fp32 > 128 KiB; 32 channels < 264 slots:
+    # 1,605,632 / (0.67 x 1.98e9) = 1.2103 ms forward, / (0.335 x 1.98e9) = 2.4207 ms backward
+    assert kernels.channel_block_s(stem, gpu, rule, "fp32", 128) == pytest.approx(1.2103e-3, rel=1e-4)
+    assert kernels.channel_block_s(grad, gpu, rule, "fp32", 128) == pytest.approx(2.4207e-3, rel=1e-4)
+    # 528 channels are two waves of 264 blocks: 2.4207 ms
+    wide = stem.model_copy(update={"shapes": "[8, 528, 112, 112], [528]"})
+    assert kernels.channel_block_s(wide, gpu, rule, "fp32", 128) == pytest.approx(2.4207e-3, rel=1e-4)
+    # batch 2: 25,088 elements, 100,352 B of fp32 fit the 128 KiB a forward channel may hold (singleread: the memory
+    # rate); the backward holds the input and its gradient, 200,704 B, so it still runs one block per channel
+    assert kernels.channel_block_s(stem, gpu, rule, "fp32", 2) == 0.0
+    assert kernels.channel_block_s(grad, gpu, rule, "fp32", 2) == pytest.approx(25088 / (0.335 * 1.98e9))
+    # NHWC tensors run cuDNN's NHWC kernels, a family without the rule its memory traffic
+    nhwc = stem.model_copy(update={"layout": "channels_last"})
+    assert kernels.channel_block_s(nhwc, gpu, rule, "fp32", 128) == 0.0
+    # in the step: the floor against the memory roofline of the input read, 32·112·112·4 B x 128 = 205.5 MB at
+    # 4.8 TB/s = 42.8 µs (+ 1 ns overhead); channels-last profiles and families without the rule keep that
+    big = stem.model_copy(update={"bytes_read": Linear(per_sample=32 * 112 * 112 * 4)})
+    assert profile_op_time(big, gpu, eff, "fp32", "fp32", 128).seconds == pytest.approx(1.2103e-3, rel=1e-4)
+    roofline = pytest.approx(42.8e-6, rel=1e-3)
+    assert profile_op_time(big, gpu, eff, "fp32", "fp32", 128, channels_last=True).seconds == roofline
+    assert profile_op_time(big, gpu, with_(memory=eff.memory, op_overhead_s=1e-9), "fp32", "fp32", 128).seconds == (
+        roofline
+    )
+
+
+def test_the_op_table_runs_nchw_batch_norm_one_block_per_channel_too():
+    """passes.py agrees with profile_op_time on every record of the shipped ResNet-50 on an H100 at micro-batches
+    where batch norm runs at the memory rate (2: forward), one block per channel (64) and both; and a profile
+    whose convolutions run channels-last keeps its batch norms at the memory rate."""
+    import numpy as np
+
+    from advisor import api
+    from advisor.estimator.parallel.tensor import roles
+    from advisor.estimator.passes import op_table, record_times
+    from advisor.estimator.roofline import STATE_INIT
+
+    cat = api.catalog()
+    device = cat.devices["h100-sxm"]
+    eff = cat.efficiency[device.efficiency]
+    prof = api.profile_from("resnet50")
+    for micro in (2, 64):
+        table = op_table(prof, roles(prof, prof.structure), device, eff, "bf16-mixed")
+        got = record_times(table, [micro], [1], [1], [False])["seconds"][0]
+        want = [
+            0.0
+            if o.phase == "optimizer" and o.op in STATE_INIT
+            else profile_op_time(o, device, eff, prof.precision, "bf16-mixed", micro, prof.bytes(micro),
+                                 prof.batch_size).seconds
+            for o in prof.ops
+        ]  # fmt: skip
+        assert got == pytest.approx(np.asarray(want), rel=1e-12)
+    assert table.blocks[:, 2].any()
+    nhwc = prof.model_copy(
+        update={"ops": [o.model_copy(update={"layout": "channels_last"}) if o.op == "aten.convolution" else o
+                        for o in prof.ops]}
+    )  # fmt: skip
+    assert not op_table(nhwc, roles(nhwc, nhwc.structure), device, eff, "bf16-mixed").blocks.any()

@@ -179,7 +179,24 @@ KERNEL_RULES = (
     "gemm_tile",
     "tiles_per_sm",
     "unaligned_gemm_flops_per_clock",
+    "batch_norm_nchw",
 )
+
+
+class ChannelBlocks(Strict):
+    """A normalization kernel that gives each channel one thread block (cuDNN's batch norm on NCHW tensors whose
+    channels hold more than fits on one multiprocessor): its time per call is the channel's elements over one
+    block's rate, times the waves of blocks when the channels outnumber the slots, whatever the bandwidth."""
+
+    forward_per_clock: float = Field(gt=0, le=1e3, description="elements one block normalizes per clock, forward")
+    backward_per_clock: float = Field(gt=0, le=1e3, description="elements one block handles per clock, backward")
+    blocks_per_sm: int = Field(ge=1, le=64, description="channel blocks one multiprocessor runs at once")
+    channel_bytes_max: float = Field(
+        ge=1024,
+        le=1e8,
+        description="bytes of one channel's tensors (forward: the input; backward: the input and its gradient) "
+        "up to which the library keeps a channel on one multiprocessor and runs at the memory rate instead",
+    )
 
 
 class Efficiency(Strict):
@@ -308,10 +325,14 @@ class Efficiency(Strict):
         "of tensor_core_channels (16 bytes): the library falls back to tensor-core kernels that load element by "
         "element (CUTLASS align1/align2), so the GEMM runs at most this x sm_count x boost_clock",
     )
+    batch_norm_nchw: ChannelBlocks | None = Field(
+        None, description="batch norm on NCHW tensors with large channels, one thread block per channel"
+    )
     kernel_rules: str | None = Field(
         None,
         description="id of a catalog efficiency profile whose kernel rules (KERNEL_RULES: tensor-core channel "
-        "alignment and padding, NCHW transposes, GEMM tiles and waves, unaligned GEMMs) this one follows where it "
+        "alignment and padding, NCHW transposes, GEMM tiles and waves, unaligned GEMMs, NCHW batch norm) this one "
+        "follows where it "
         "sets none itself: a calibration measures rates on aligned, square work and takes the library's rules "
         "from the GPU's family",
     )

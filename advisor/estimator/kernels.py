@@ -16,6 +16,9 @@ a profile record (op, shapes, layout) into adjustments of its roofline time, per
   use the vectorized tensor-core kernels; the library falls back to ones that load element by element
   (CUTLASS align1/align2), which run at about `unaligned_gemm_flops_per_clock` per multiprocessor and clock
   on any generation, far below a Hopper's or an A100's aligned rate (a 267,735-word output layer).
+- Batch norm on NCHW: where a channel's data does not fit on one multiprocessor, cuDNN gives each channel one
+  thread block (`batch_norm_nchw`): a call takes the channel's elements over one block's rate, however few the
+  channels and however fast the memory (a 32-channel layer at 112x112 uses 32 of an H200's 132 SMs).
 The shapes come from the profile record's `shapes` (taken at the profile's batch size); the batch dimension
 grows with the FLOPs when the estimate is for another micro-batch.
 """
@@ -28,10 +31,17 @@ import re
 import numpy as np
 
 from advisor.catalog.schema import Device, Efficiency
-from advisor.profiler.schema import OpRecord
+from advisor.profiler.schema import OpRecord, Profile
 from advisor.vocab import DTYPE_BYTES
 
 CONV_FORWARD = ("aten.convolution", "aten._convolution")
+BN_FORWARD = (
+    "aten.native_batch_norm",
+    "aten._native_batch_norm_legit",
+    "aten._native_batch_norm_legit_functional",
+    "aten.cudnn_batch_norm",
+)
+BN_BACKWARD = ("aten.native_batch_norm_backward", "aten.cudnn_batch_norm_backward")
 CONV_BACKWARD = "aten.convolution_backward"
 GEMM_2D = ("aten.mm", "aten.addmm")
 GEMM_3D = ("aten.bmm", "aten.baddbmm")
@@ -228,3 +238,55 @@ def wave_share(m, n, k, batches, tile: tuple[int, int], slots: float, split=True
     tiles = tiles * np.where(split, splits, 1.0)
     waves = np.ceil(tiles / slots)
     return tiles / (waves * slots)
+
+
+def channel_blocks(op: OpRecord, rule, dtype: str) -> tuple[float, float, float, float] | None:
+    """(elements per channel per sample, channels, bytes of a channel's tensors per element, elements per block
+    and clock) of a training batch-norm record on an NCHW tensor that `rule` (Efficiency.batch_norm_nchw) covers;
+    None for other records. Whether a call runs this way depends on its micro-batch (`channel_block_s`)."""
+    if rule is None or op.layout == "channels_last" or op.op not in (*BN_FORWARD, *BN_BACKWARD):
+        return None
+    shapes = parse_shapes(op.shapes)
+    if not shapes or len(shapes[0]) < 3:
+        return None
+    x = shapes[0]
+    backward = op.op in BN_BACKWARD
+    tensors = 2 if backward else 1  # backward: the input and its gradient; forward: the input
+    rate = rule.backward_per_clock if backward else rule.forward_per_clock
+    return float(math.prod(x[2:])), float(x[1]), tensors * DTYPE_BYTES.get(dtype, 4), rate
+
+
+def channel_block_s(op: OpRecord, device: Device, rule, dtype: str, micro: float) -> float:
+    """Seconds of one call of a batch-norm record at micro-batch `micro` on cuDNN's one-block-per-channel kernels
+    (0 where they do not apply): a channel's N·H·W elements over one block's rate at the boost clock, times the
+    waves when the channels outnumber sm_count x blocks_per_sm (taken as a fraction: resident blocks of
+    different sizes blur the tail)."""
+    blocks = channel_blocks(op, rule, dtype)
+    if blocks is None or not (device.sm_count and device.boost_clock):
+        return 0.0
+    spatial, channels, width, rate = blocks
+    elements = spatial * micro
+    if elements * width <= rule.channel_bytes_max:
+        return 0.0
+    waves = max(1.0, channels / (device.sm_count * rule.blocks_per_sm))
+    return elements * waves / (rate * device.boost_clock)
+
+
+def channel_block_work(op: OpRecord, device: Device, rule, batch: float) -> tuple[str, float] | None:
+    """(phase, elements x waves over all calls) of a batch-norm record on the one-block-per-channel kernels at
+    micro-batch `batch`, in the record's own dtype: seconds x elements per clock x clock (benchmarks/bn_kernels.py
+    fits the rates with it); None where the kernels do not run."""
+    blocks = channel_blocks(op, rule, op.dtype)
+    if blocks is None:
+        return None
+    phase = "backward" if op.op in BN_BACKWARD else "forward"
+    rate = blocks[3]
+    seconds = channel_block_s(op, device, rule, op.dtype, batch)
+    return (phase, seconds * rate * device.boost_clock * op.count) if seconds else None
+
+
+def channels_last(profile: Profile) -> bool:
+    """Whether a profile's convolutions run on NHWC tensors: its batch norms then do too (they keep their input's
+    memory format), and cuDNN runs them on its NHWC kernels at about the memory rate, not one block per channel.
+    Profiles record the layout of convolutions only."""
+    return any(op.layout == "channels_last" for op in profile.ops)

@@ -110,6 +110,9 @@ class OpTable:
     split_k: np.ndarray  # GEMMs (not convolutions): the library may split a long reduction over idle slots
     slots: float  # tile slots of the device (sm_count × tiles per SM), 0: no wave quantization
     flops_cap: np.ndarray  # FLOP/s a GEMM on the library's unaligned kernels reaches at most (0: no limit)
+    blocks: np.ndarray  # N × 3: batch norm on one block per channel (kernels.channel_block_s): elements per sample
+    # and call, bytes per element of a channel's tensors, seconds per element (waves over a block's rate); 0: none
+    channel_bytes_max: float  # a channel's bytes up to which batch norm runs at the memory rate instead
     tile: tuple[int, int]
     host_op_s: float  # the host's time per eager op on an asynchronous device (0: overheads add)
     host_phase_s: dict  # the same by phase, where measured (a calibrated GPU)
@@ -229,6 +232,7 @@ class _EffPart:
     f_profile: np.ndarray
     wave: np.ndarray
     unaligned: np.ndarray
+    blocks: np.ndarray
     host_calls: np.ndarray
     fused: set
     step_bytes: tuple[float, float]
@@ -281,6 +285,8 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     pad = np.ones(n)
     wave = np.zeros((n, 3))
     unaligned = np.zeros(n, dtype=bool)
+    blocks = np.zeros((n, 4))  # kernels.channel_blocks: spatial elements, channels, bytes per element, rate
+    norms = eff.batch_norm_nchw if eff.batch_norm_nchw is not None and not kernels.channels_last(profile) else None
     host_calls = np.array([float(profile.ops[r[0]].count) for r in rec.rows])
     batch = profile.batch_size
     kernel_data = eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose
@@ -288,6 +294,8 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
         op = profile.ops[i]
         if name != op.op:
             continue  # an fp8 cast row: plain memory traffic
+        if norms is not None:
+            blocks[j] = kernels.channel_blocks(op, norms, dtype) or (0, 0, 0, 0)
         if not fused and phase != "optimizer" and op.op not in SCATTERS and not (category == "matrix" and kernel_data):
             continue
         if within(op.module, fused) or (phase == "optimizer" and op.op in STATE_INIT):
@@ -313,7 +321,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     values[:, 3] -= s_per
     return _EffPart(
         units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, curves, live, reuse, hot, values, s_fix, s_per,
-        transpose, pad, f_profile, wave, unaligned, host_calls, fused,
+        transpose, pad, f_profile, wave, unaligned, blocks, host_calls, fused,
         (
             sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
             sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
@@ -390,6 +398,8 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         split_k=gemm,
         slots=slots,
         flops_cap=np.where(part.unaligned, kernels.unaligned_cap(device, eff), 0.0),
+        blocks=_blocks(part.blocks, device, eff),
+        channel_bytes_max=eff.batch_norm_nchw.channel_bytes_max if eff.batch_norm_nchw is not None else 0.0,
         tile=tuple(eff.gemm_tile) if eff.gemm_tile else (1, 1),
         host_op_s=eff.host_op_s or 0.0,
         host_phase_s=dict(eff.host_phase_s),
@@ -398,6 +408,19 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         module_s=module_s,
         module_key=("block" if has_blocks else "before", "forward"),
     )
+
+
+def _blocks(blocks: np.ndarray, device: Device, eff: Efficiency) -> np.ndarray:
+    """OpTable.blocks from kernels.channel_blocks' figures of each record on `device` (zeros where none apply)."""
+    out = np.zeros((len(blocks), 3))
+    if not blocks.any() or not (device.sm_count and device.boost_clock):
+        return out
+    spatial, channels, width, rate = blocks.T
+    waves = np.maximum(1.0, channels / (device.sm_count * eff.batch_norm_nchw.blocks_per_sm))
+    has = rate > 0
+    out[:, 0], out[:, 1] = spatial, width
+    out[:, 2] = np.where(has, waves / np.where(has, rate, 1.0) / device.boost_clock, 0.0)
+    return out
 
 
 def region_of(rec: _Records, j: int) -> str:
@@ -482,6 +505,10 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     if capped.any():  # a 16-bit GEMM off the 16-byte grid: the library's element-wise loading kernels
         t_cmp = np.where(capped, np.maximum(t_cmp, f_call / np.where(capped, table.flops_cap, 1.0)), t_cmp)
     body = np.maximum(np.maximum(t_cmp, t_mem), table.min_s)
+    if table.blocks.any():  # batch norm on one block per channel, where a channel's data outgrows one SM
+        elements = table.blocks[:, 0] * micro * act
+        floor = np.where(elements * table.blocks[:, 1] > table.channel_bytes_max, elements * table.blocks[:, 2], 0.0)
+        body = np.maximum(body, floor)
     serial = table.s_fix * weight + table.s_per * micro * act
     if table.transpose.any():
         growth = flops / np.where(table.f_profile > 0, table.f_profile, 1.0)

@@ -180,6 +180,7 @@ def op_time(
     vector_unit: bool = False,
     cap_bytes: float | None = None,
     flops_cap: float = 0.0,
+    floor_s: float = 0.0,
 ) -> OpTime:
     """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`.
 
@@ -191,7 +192,8 @@ def op_time(
     kernels around the op (layout transposes); `vector_unit` runs a matrix op on the vector units; `cap_bytes`
     (total over the calls) replaces `nbytes` in a GEMM's FLOPs-per-byte cap when some of its operands come
     from the cache (a recurrent layer's weights, see `profile_op_time`); `flops_cap` (FLOP/s, 0: none) bounds
-    the compute rate of a GEMM the library runs on its slow unaligned kernels (`kernels.gemm_unaligned`)."""
+    the compute rate of a GEMM the library runs on its slow unaligned kernels (`kernels.gemm_unaligned`); `floor_s`
+    is the least one call takes on the kernels the library picks for its shapes (`kernels.channel_block_s`)."""
     calls = max(count, 1.0)
     f_call, b_call = flops / calls, nbytes / calls
     b_look = max(b_call, reuse_bytes)
@@ -218,7 +220,7 @@ def op_time(
             if flops_cap > 0:
                 t_cmp = max(t_cmp, f_call / flops_cap)
     t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls))
-    body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0)
+    body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0, floor_s)
     compute_bound = t_cmp >= t_mem and t_cmp > 0
     return OpTime(
         seconds=(body + t_serial) * calls + overhead,
@@ -242,6 +244,7 @@ def profile_op_time(
     step_bytes: float = 0.0,
     profile_batch: float | None = None,
     recurrent: bool = False,
+    channels_last: bool = False,
 ) -> OpTime:
     """Time of one profile record (all its calls) at micro-batch `batch` under `precision`: the one per-op
     timing that the estimator, the roofline plot and calibration all use. The op computes in the dtype the
@@ -251,7 +254,8 @@ def profile_op_time(
     `kernels`) applies where the family's efficiency data says so. `recurrent`: the op belongs to a recurrent
     layer the device runs step by step (not fused): its calls reuse the same weights every time step, which
     stay in the cache, so the GEMM's FLOPs-per-byte cap (measured on operands from memory) counts only the
-    bytes that grow with the batch (the record's per-sample bytes, not its fixed weight bytes)."""
+    bytes that grow with the batch (the record's per-sample bytes, not its fixed weight bytes). `channels_last`:
+    the profile's convolutions run NHWC (`kernels.channels_last`), so its batch norms do too."""
     from advisor.estimator import kernels
 
     dtype = effective_dtype(op.dtype, op.category, profiled, precision)
@@ -279,6 +283,8 @@ def profile_op_time(
             "serial_bytes": kernels.transpose_bytes(op, eff, dtype, growth) + pad_bytes * growth,
             "flops_cap": kernels.unaligned_cap(device, eff) if tensor and kernels.gemm_unaligned(op, eff, dtype) else 0,
         }
+    if eff.batch_norm_nchw is not None and not channels_last:
+        extra["floor_s"] = kernels.channel_block_s(op, device, eff.batch_norm_nchw, dtype, batch)
     if recurrent and op.category == "matrix":
         extra["cap_bytes"] = (op.bytes_read.per_sample + op.bytes_written.per_sample) * batch * scale
     t = op_time(
@@ -294,9 +300,11 @@ def profile_times(profile: Profile, device: Device, eff: Efficiency, precision: 
     fixed costs (`step_overhead`), one op at a time. The estimator runs the same model vectorized over layouts
     (advisor/estimator/passes.py); this is its scalar reference, which the tests hold it to."""
     from advisor.estimator.fused import recurrent_modules, replaced_modules, rnn_times
+    from advisor.estimator.kernels import channels_last
 
     moved = step_bytes(profile, batch)
     cpu = device.kind == "cpu"
+    nhwc = channels_last(profile)
     fused = replaced_modules(profile, eff, cpu)
     stepped = recurrent_modules(profile, eff, cpu)
     out = []
@@ -305,8 +313,9 @@ def profile_times(profile: Profile, device: Device, eff: Efficiency, precision: 
             continue
         if op.phase == "optimizer" and op.op in STATE_INIT:
             continue  # the profiled step created the optimizer's state; steady-state steps do not
+        recurrent = within(op.module, stepped)
         t = profile_op_time(
-            op, device, eff, profile.precision, precision, batch, moved, profile.batch_size, within(op.module, stepped)
+            op, device, eff, profile.precision, precision, batch, moved, profile.batch_size, recurrent, nhwc
         )
         out.append((op.phase, t))
     for rnn in profile.rnns:

@@ -93,6 +93,7 @@ def roofline_png(profile: Profile, device, efficiency, precision: str, path: Pat
     x = arithmetic intensity (FLOPs per byte), y = achieved FLOP/s under the estimator's per-op model, with
     the datasheet peaks (matrix and vector, in the precision's dtype) and the memory-bandwidth slope."""
     from advisor.estimator.fused import recurrent_modules
+    from advisor.estimator.kernels import channels_last
     from advisor.estimator.roofline import peak_for, profile_op_time, step_bytes, within
     from advisor.vocab import COMPUTE_DTYPE
 
@@ -101,10 +102,11 @@ def roofline_png(profile: Profile, device, efficiency, precision: str, path: Pat
     dtype = COMPUTE_DTYPE[precision]
     points: dict[str, list[tuple[float, float]]] = {"matrix": [], "vector": [], "memory": []}
     stepped = recurrent_modules(profile, efficiency, device.kind == "cpu")
+    nhwc = channels_last(profile)
     for op in profile.ops:
         t = profile_op_time(
             op, device, efficiency, profile.precision, precision, batch, step_bytes(profile, batch),
-            recurrent=within(op.module, stepped),
+            recurrent=within(op.module, stepped), channels_last=nhwc,
         )  # fmt: skip
         if t.flops <= 0 or t.bytes <= 0:
             continue

@@ -531,3 +531,19 @@ def test_the_op_table_runs_nchw_batch_norm_one_block_per_channel_too():
                         for o in prof.ops]}
     )  # fmt: skip
     assert not op_table(nhwc, roles(nhwc, nhwc.structure), device, eff, "bf16-mixed").blocks.any()
+
+
+def test_mixed_precision_optimizer_updates_fp32_master_weights():
+    """A model profiled in 16 bits (apex O2, `--math fp16`) and estimated under mixed precision keeps fp32 master
+    weights: its optimizer ops move fp32, twice the profiled bytes; its forward ops stay 16-bit."""
+    from advisor.estimator.roofline import effective_dtype
+
+    assert effective_dtype("bf16", "vector", "bf16", "fp16-mixed", "optimizer") == "fp32"
+    assert effective_dtype("bf16", "vector", "bf16", "bf16-mixed", "optimizer") == "fp32"
+    assert effective_dtype("bf16", "vector", "bf16", "fp16-mixed", "forward") == "fp16"
+    assert effective_dtype("bf16", "vector", "bf16", "bf16", "optimizer") == "bf16"  # pure bf16: no master copy
+    adam = record(op="aten._foreach_add_", phase="optimizer", category="vector", dtype="bf16", nbytes=1e6)
+    # 1e6 bytes read per sample at batch 1, as fp32: 2e6 B / (1e10 B/s x 0.5) = 400 µs, + 10 µs overhead
+    assert profile_op_time(adam, CPU, EFF, "bf16", "fp16-mixed", 1).seconds == pytest.approx(410e-6)
+    # profiled and estimated under the same precision: as recorded, 1e6 / 5e9 = 200 µs + 10 µs
+    assert profile_op_time(adam, CPU, EFF, "bf16", "bf16", 1).seconds == pytest.approx(210e-6)

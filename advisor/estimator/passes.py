@@ -165,7 +165,7 @@ def _records(profile: Profile, roles: Roles, precision: str) -> _Records:
     rows: list[tuple] = []
     values: list[tuple] = []
     for i, op in enumerate(profile.ops):
-        dtype = effective_dtype(op.dtype, op.category, profile.precision, precision)
+        dtype = effective_dtype(op.dtype, op.category, profile.precision, precision, op.phase)
         if fp8 and roles.block_matmul[i]:
             dtype = fp8
         scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0

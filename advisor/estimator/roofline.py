@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from advisor.catalog.schema import Device, Efficiency
 from advisor.profiler.schema import OpRecord, Profile
-from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, DTYPES, FLOAT_DTYPES, canonical_dtype
+from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, DTYPES, FLOAT_DTYPES, PARAM_BYTES, canonical_dtype
 
 
 @dataclass
@@ -36,12 +36,16 @@ class OpTime:
     host_calls: float = 0.0  # eager ops the host issues for it (a library's own kernels: none)
 
 
-def effective_dtype(op_dtype: str, category: str, profiled: str, target: str) -> str:
+def effective_dtype(op_dtype: str, category: str, profiled: str, target: str, phase: str | None = None) -> str:
     """The dtype an op computes in when a profile made under `profiled` precision runs under `target`
-    (always a catalog spelling: the profiler's 'fp8_e4m3' computes as 'fp8')."""
+    (always a catalog spelling: the profiler's 'fp8_e4m3' computes as 'fp8'). Under mixed precision the
+    optimizer updates fp32 master weights whatever the model's dtype (torch.amp keeps the parameters in fp32;
+    apex O2 and Megatron keep an fp32 copy beside 16-bit ones), so a 16-bit profile's optimizer ops run in fp32."""
     op_dtype = canonical_dtype(op_dtype)
     if profiled == target or op_dtype not in FLOAT_DTYPES:
         return op_dtype
+    if phase == "optimizer" and PARAM_BYTES.get(target) == 4 and op_dtype in ("bf16", "fp16"):
+        return "fp32"
     if category == "matrix":
         return COMPUTE_DTYPE[target]
     # Vector ops follow their tensors: 16-bit under pure bf16, fp32 stays fp32 under mixed precision.
@@ -258,7 +262,7 @@ def profile_op_time(
     the profile's convolutions run NHWC (`kernels.channels_last`), so its batch norms do too."""
     from advisor.estimator import kernels
 
-    dtype = effective_dtype(op.dtype, op.category, profiled, precision)
+    dtype = effective_dtype(op.dtype, op.category, profiled, precision, op.phase)
     scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
     nbytes = (op.bytes_read.at(batch) + op.bytes_written.at(batch)) * scale
     # capped: past a few MB the memory curve measures fresh allocations (glibc maps each one anew), which an

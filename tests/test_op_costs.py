@@ -61,13 +61,42 @@ def record(op="aten.mm", phase="forward", category="matrix", flops=0.0, nbytes=0
     )
 
 
+# 0.1 up to intensity 6, 1.0 from 10 on (Efficiency.at joins the points as power laws)
+CAP = [{"min_size": 0, "efficiency": 0.1}, {"min_size": 6, "efficiency": 0.1}, {"min_size": 10, "efficiency": 1.0}]
+
+
 def test_skinny_gemm_is_capped_by_its_intensity():
-    eff = with_(matmul_by_intensity=[{"min_size": 0, "efficiency": 0.1}, {"min_size": 10, "efficiency": 1.0}])
+    eff = with_(matmul_by_intensity=CAP)
     # 1e6 FLOPs over 2e5 bytes: intensity 5 < 10 -> cap 0.1 (size curve 0.5): 1e6 / (1e11 * 0.1) = 100 µs;
     # memory 2e5 / (1e10 * 0.5) = 40 µs; + 10 µs overhead = 110 µs
     assert op_time(CPU, eff, 1e6, 2e5, 1, "matrix", "fp32", op="aten.mm").seconds == pytest.approx(110e-6)
     # 1e6 FLOPs over 1e4 bytes: intensity 100 -> cap 1.0, the size curve's 0.5 binds: 20 µs + 10 µs
     assert op_time(CPU, eff, 1e6, 1e4, 1, "matrix", "fp32", op="aten.mm").seconds == pytest.approx(30e-6)
+
+
+def test_curves_join_their_points_as_power_laws():
+    """Efficiency.at and the op table's vectorized lookup: the figure at each point, straight lines on log-log axes
+    between them, flat outside; the min_size 0 point stands one decade below the next. Every catalog curve then
+    prices more work at no less time."""
+    import numpy as np
+
+    from advisor import api
+    from advisor.estimator.passes import _at, _curve
+
+    curve = Efficiency.model_validate({**EFF.model_dump(), "matrix": [
+        {"min_size": 0, "efficiency": 0.1}, {"min_size": 1e9, "efficiency": 0.4}, {"min_size": 1e10, "efficiency": 0.8},
+    ]}).matrix  # fmt: skip
+    # the first point at 1e8: 0.1 there and below; 3.16e8 is half a decade up to 1e9: 0.1 x 4^0.5 = 0.2;
+    # 3.16e9 half a decade between 0.4 and 0.8: 0.4 x 2^0.5 = 0.5657; 0.8 past 1e10
+    sizes = [5e7, 1e8, 10**8.5, 1e9, 10**9.5, 1e10, 1e12]
+    want = [0.1, 0.1, 0.2, 0.4, 0.4 * 2**0.5, 0.8, 0.8]
+    assert [Efficiency.at(curve, x) for x in sizes] == pytest.approx(want)
+    assert _at(_curve(curve), np.array(sizes)) == pytest.approx(want)
+    grid = np.logspace(0, 14, 300)
+    for eff in api.catalog().efficiency.values():
+        for steps in (eff.matrix, eff.memory, *eff.matrix_by_dtype.values(), *eff.op_curves.values()):
+            seconds = grid / _at(_curve(steps), grid)
+            assert (np.diff(seconds) >= -1e-12 * seconds[1:]).all(), eff.id
 
 
 def test_measured_op_curve_is_its_own_roofline_over_the_efficiency_at_its_size():
@@ -87,7 +116,8 @@ def test_library_floor_and_fixed_cost_replacement():
 
 
 def test_optimizer_ops_look_memory_up_at_the_step_reuse_distance():
-    eff = with_(memory=[{"min_size": 0, "efficiency": 1.0}, {"min_size": 4e6, "efficiency": 0.25}])
+    eff = with_(memory=[{"min_size": 0, "efficiency": 1.0}, {"min_size": 1e6, "efficiency": 1.0},
+                        {"min_size": 4e6, "efficiency": 0.25}])  # fmt: skip
     op = record(op="aten.add_", phase="optimizer", category="vector", nbytes=1e6)
     # alone, 1e6 bytes stream at efficiency 1.0: 100 µs + 10 µs
     assert profile_op_time(op, CPU, eff, "fp32", "fp32", 1).seconds == pytest.approx(110e-6)
@@ -234,8 +264,12 @@ def test_a_device_runs_its_tensor_cores_at_its_measured_share_of_the_family_curv
 
 
 def test_a_slower_dtype_reads_the_size_curve_at_the_time_it_takes():
-    # the matrix curve is a share of the 16-bit tensor-core peak: 0.2 below 1e9 FLOPs, 0.8 from 1e9 on
-    curve = [{"min_size": 0, "efficiency": 0.2}, {"min_size": 1e9, "efficiency": 0.8}]
+    # the matrix curve is a share of the 16-bit tensor-core peak: 0.2 up to 3e8 FLOPs, 0.8 from 1e9 on
+    curve = [
+        {"min_size": 0, "efficiency": 0.2},
+        {"min_size": 3e8, "efficiency": 0.2},
+        {"min_size": 1e9, "efficiency": 0.8},
+    ]
     gpu = CPU.model_copy(
         update={"kind": "gpu", "matrix_flops": CPU.matrix_flops.model_copy(update={"fp16": 8e13, "fp32": 1e13})}
     )
@@ -353,7 +387,7 @@ def test_only_decomposed_layers_of_fused_modes_are_replaced():
 
 
 def test_a_recurrent_step_reads_its_weights_from_the_cache():
-    eff = with_(matmul_by_intensity=[{"min_size": 0, "efficiency": 0.1}, {"min_size": 10, "efficiency": 1.0}])
+    eff = with_(matmul_by_intensity=CAP)
     op = OpRecord(
         op="aten.addmm", phase="forward", category="matrix", dtype="fp32", module="rnn", count=1,
         flops=Linear(per_sample=1e6), bytes_read=Linear(fixed=1.8e5, per_sample=2e4), bytes_written=Linear(),

@@ -7,6 +7,7 @@ units. Unknown fields are errors everywhere, so a typo never passes silently.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -153,7 +154,8 @@ class Device(Strict):
 
 
 class Step(Strict):
-    """One step of an efficiency curve: ops of at least `min_size` (FLOPs or bytes) reach `efficiency`."""
+    """One point of an efficiency curve: an op of `min_size` (FLOPs or bytes) reaches `efficiency`; between points
+    the curve runs as a power law (Efficiency.at)."""
 
     min_size: float = Field(ge=0)
     efficiency: float = Field(gt=0, le=1)
@@ -369,11 +371,29 @@ class Efficiency(Strict):
 
     @staticmethod
     def at(curve: list[Step], size: float) -> float:
-        value = curve[0].efficiency
-        for step in curve:
-            if size >= step.min_size:
-                value = step.efficiency
-        return value
+        """The efficiency at `size`: each step's figure holds at its min_size and the curve runs as a power law
+        between consecutive steps (straight on log-log axes), flat beyond the last; the first step (min_size 0,
+        "anything smaller") stands one decade below the second. A step function instead would price an op just
+        below a step several times slower than one just above it (more work in less time)."""
+        sizes, values = curve_points(curve)
+        if size <= sizes[0]:
+            return values[0]
+        for i in range(1, len(sizes)):
+            if size < sizes[i]:
+                s0, s1, e0, e1 = sizes[i - 1], sizes[i], values[i - 1], values[i]
+                return e0 * math.exp(math.log(e1 / e0) * math.log(size / s0) / math.log(s1 / s0))
+        return values[-1]
+
+
+def curve_points(curve: list[Step]) -> tuple[list[float], list[float]]:
+    """(sizes, efficiencies) of a curve's points for interpolation (Efficiency.at): a first step at min_size 0
+    is placed one decade below the second."""
+    sizes = [s.min_size for s in curve]
+    if len(sizes) > 1 and sizes[0] <= 0:
+        sizes[0] = sizes[1] / 10
+    elif sizes[0] <= 0:
+        sizes[0] = 1.0
+    return sizes, [s.efficiency for s in curve]
 
 
 class Pricing(Strict):

@@ -26,7 +26,7 @@ from functools import partial, wraps
 
 import numpy as np
 
-from advisor.catalog.schema import Device, Efficiency
+from advisor.catalog.schema import Device, Efficiency, curve_points
 from advisor.estimator import kernels
 from advisor.estimator.fused import recurrent_modules, replaced_modules, rnn_times
 from advisor.estimator.parallel.tensor import Roles
@@ -62,13 +62,14 @@ KEYS = tuple((r, p) for r in (*REGIONS, "core") for p in ("forward", "backward")
 
 
 def _curve(steps) -> tuple[np.ndarray, np.ndarray]:
-    return np.array([s.min_size for s in steps]), np.array([s.efficiency for s in steps])
+    sizes, values = curve_points(steps)
+    return np.log(np.array(sizes)), np.log(np.array(values))
 
 
 def _at(curve: tuple[np.ndarray, np.ndarray], size: np.ndarray) -> np.ndarray:
-    """Efficiency.at over an array of sizes: the last step whose min_size the size reaches."""
-    sizes, values = curve
-    return values[np.clip(np.searchsorted(sizes, size, side="right") - 1, 0, None)]
+    """Efficiency.at over an array of sizes: log-log interpolation between the curve's points, flat outside."""
+    log_sizes, log_values = curve
+    return np.exp(np.interp(np.log(np.maximum(size, 1e-300)), log_sizes, log_values))
 
 
 @dataclass

@@ -93,6 +93,11 @@ def test_a_device_whose_own_runs_were_further_off_takes_its_own_wider_band(bande
     assert value == pytest.approx(0.4)
     assert basis.startswith("±40%: wider than its family's ±10%: five test runs of any")
     assert basis.endswith("came out 35% slower than measured on average")
+    # a device band wider only past the whole percent it is shown at does not say "wider than ±10%" (0.104 > 0.1)
+    close = {**band("d-a100", "a100-80gb-sxm", "any", 0.104), "bias": 0.1}
+    cat3 = cat.model_copy(update={"accuracy": {**cat.accuracy, "d-a100": AccuracyBand(**close)}})
+    value, basis = band_for(cat3, a100, cat3.efficiency[a100.efficiency], cnn)
+    assert value == pytest.approx(0.1) and basis.startswith("±10%: five test runs of cnn")
     # a device band never counts as a family's when an uncovered family borrows the median (TPU: as before)
     tpu = cat2.devices["tpu-v5p"]
     assert band_for(cat2, tpu, cat2.efficiency[tpu.efficiency], api.profile_from("gpt2_124m"))[0] == pytest.approx(

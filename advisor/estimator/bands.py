@@ -80,7 +80,7 @@ def band_for(
         if calibrated(device, eff)
         else _pick([b for b in catalog.accuracy.values() if b.applies_to == device.id], None)
     )
-    if own is None or own.error_band <= value:
+    if own is None or round(own.error_band, 2) <= round(value, 2):  # as shown: whole percent
         return value, basis
     lean = "faster" if own.bias > 0 else "slower"
     return own.error_band, (

@@ -151,10 +151,10 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
 
     from advisor.profiler.model_file import load_model_file
     from advisor.profiler.profile import fault_bytes, minor_faults
-    from advisor.profiler.step import build, forward_loss
+    from advisor.profiler.step import PhaseClock, build, train_step
 
     torch.set_num_threads(threads)
-    now = time.process_time if threads == 1 else time.perf_counter
+    clock = PhaseClock(time.process_time if threads == 1 else time.perf_counter, "cpu")
     pick = statistics.median if threads == 1 else min
     mf = load_model_file(path)
     model, data, opt, _ = build(mf, "cpu", batch, "fp32", None)
@@ -162,16 +162,9 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
     faults: list[int] = []
     for i in range(10):
         f0 = minor_faults() or 0
-        opt.zero_grad(set_to_none=True)
-        t0 = now()
-        loss = forward_loss(mf, model, data)
-        t1 = now()
-        loss.backward()
-        t2 = now()
-        opt.step()
-        t3 = now()
+        train_step(mf, model, data, opt, "cpu", None, clock)
         if i >= 3:
-            phases.append((t1 - t0, t2 - t1, t3 - t2))
+            phases.append(clock.phases())
             faults.append((minor_faults() or 0) - f0)
     out = {p: pick(x[i] for x in phases) for i, p in enumerate(PHASES)}
     # the median step too: each phase's fastest of 7 is also the one that faulted least, while "faults" (and the

@@ -207,14 +207,12 @@ def model_file(path: Path, nhwc: bool, scratch: Path) -> Path:
 def kernel_table(name: str, out: Path, scratch: Path) -> None:
     """torch.profiler's CUDA kernels of 3 training steps of one model of MODELS, by total time, into
     DIR/kernels-<name>.txt: where the time of a step goes, kernel by kernel."""
-    import contextlib
-
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     from advisor.profiler.device import low_dtype, matmul_precision
     from advisor.profiler.model_file import load_model_file
-    from advisor.profiler.step import build, forward_loss
+    from advisor.profiler.step import build, train_step
 
     _, path, batch, precision, nhwc = next(m for m in MODELS if m[0] == name)
     mf = load_model_file(model_file(path, nhwc, scratch))
@@ -222,11 +220,7 @@ def kernel_table(name: str, out: Path, scratch: Path) -> None:
     low = low_dtype(precision)
 
     def step():
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=low) if low is not None else contextlib.nullcontext():
-            loss = forward_loss(mf, model, data)
-        loss.backward()
-        opt.step()
+        train_step(mf, model, data, opt, "cuda", low)
 
     with matmul_precision(precision, "cuda"):
         for _ in range(3):

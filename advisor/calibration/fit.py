@@ -43,37 +43,18 @@ def nonnegative_fit(rows: list[tuple[float, float]], ys: list[float]) -> tuple[f
 def time_phases(path: Path, device: str, threads: int) -> dict[str, float]:
     """Seconds per phase of a training step of the model file: the median over STEPS on the process clock
     (one CPU thread), else the fastest step's phases on the wall clock."""
-    import torch
-
     from advisor.profiler.model_file import load_model_file
-    from advisor.profiler.step import build, forward_loss
+    from advisor.profiler.step import PhaseClock, build, train_step
 
-    cuda = device == "cuda"
-    process = not cuda and threads == 1
-    now = time.process_time if process else time.perf_counter
-
-    def sync():
-        if cuda:
-            torch.cuda.synchronize()
-
+    process = device != "cuda" and threads == 1
+    clock = PhaseClock(time.process_time if process else time.perf_counter, device)
     mf = load_model_file(path)
     model, batch, opt, _ = build(mf, device, BATCH, "fp32", None)
     steps = []
     for i in range(WARMUP + STEPS):
-        opt.zero_grad(set_to_none=True)
-        sync()
-        t0 = now()
-        loss = forward_loss(mf, model, batch)
-        sync()
-        t1 = now()
-        loss.backward()
-        sync()
-        t2 = now()
-        opt.step()
-        sync()
-        t3 = now()
+        train_step(mf, model, batch, opt, device, None, clock)
         if i >= WARMUP:
-            steps.append((t1 - t0, t2 - t1, t3 - t2))
+            steps.append(clock.phases())
     phases = ("forward", "backward", "optimizer")
     if process:
         return {p: statistics.median(s[i] for s in steps) for i, p in enumerate(phases)}

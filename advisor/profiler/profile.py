@@ -30,7 +30,7 @@ from advisor.profiler.schema import (
     Timing,
     now_iso,
 )
-from advisor.profiler.step import StepResult, forward_loss, run_step
+from advisor.profiler.step import StepResult, run_step
 from advisor.profiler.structure import derive_structure
 
 FIELDS = ("flops", "bytes_read", "bytes_written")
@@ -193,16 +193,10 @@ def time_steps(
     mf, device: str, batch_size: int, precision: str, optimizer: str | None, warmup: int, repeats: int
 ) -> Timing:
     """Real training steps, without the counter: `warmup` untimed, then the median of `repeats`."""
-    import contextlib
-
     import torch
 
     from advisor.profiler.device import low_dtype, matmul_precision
-    from advisor.profiler.step import build
-
-    def sync():
-        if device == "cuda":
-            torch.cuda.synchronize()
+    from advisor.profiler.step import PhaseClock, build, train_step
 
     low = low_dtype(precision)
     model, batch, opt, _ = build(mf, device, batch_size, precision, optimizer)
@@ -211,26 +205,14 @@ def time_steps(
     count_faults = minor_faults if device == "cpu" else lambda: None
     # one CPU thread: the process's CPU clock, which other processes on a shared machine cannot inflate (as
     # advisor calibrate times); otherwise the wall clock
-    clock = time.process_time if device == "cpu" and torch.get_num_threads() == 1 else time.perf_counter
+    clock = PhaseClock(time.process_time if device == "cpu" and torch.get_num_threads() == 1 else time.perf_counter,
+                       device)  # fmt: skip
     with matmul_precision(precision, device):
         for i in range(warmup + repeats):
             f0 = count_faults()
-            opt.zero_grad(set_to_none=True)
-            sync()
-            t0 = clock()
-            ctx = torch.autocast(device_type=device, dtype=low) if low is not None else contextlib.nullcontext()
-            with ctx:
-                loss = forward_loss(mf, model, batch)
-            sync()
-            t1 = clock()
-            loss.backward()
-            sync()
-            t2 = clock()
-            opt.step()
-            sync()
-            t3 = clock()
+            train_step(mf, model, batch, opt, device, low, clock)
             if i >= warmup:
-                phases.append((t1 - t0, t2 - t1, t3 - t2))
+                phases.append(clock.phases())
                 if f0 is not None:
                     faults.append(count_faults() - f0)
     name = torch.cuda.get_device_name() if device == "cuda" else cpu_name()
@@ -251,30 +233,15 @@ def time_steps(
 def replayed_faults(mf, batch_size: int, precision: str, optimizer: str | None) -> tuple[float, dict[str, float]]:
     """(bytes a steady-state training step of a fresh process faults in on this CPU, each phase's share), by
     replaying the tensor allocations of a build and four steps through glibc malloc (`heap`)."""
-    import contextlib
-
-    import torch
-
     from advisor.profiler import heap
     from advisor.profiler.device import low_dtype, matmul_precision
-    from advisor.profiler.step import build
+    from advisor.profiler.step import build, train_step
 
     low = low_dtype(precision)
 
     def make():
         model, batch, opt, _ = build(mf, "cpu", batch_size, precision, optimizer)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            autocast = torch.autocast(device_type="cpu", dtype=low) if low is not None else contextlib.nullcontext()
-            with heap.phase("forward"), autocast:
-                loss = forward_loss(mf, model, batch)
-            with heap.phase("backward"):
-                loss.backward()
-            with heap.phase("optimizer"):
-                opt.step()
-
-        return step
+        return lambda: train_step(mf, model, batch, opt, "cpu", low, heap.phase)
 
     with matmul_precision(precision, "cpu"):
         events, marks = heap.trace(make)

@@ -219,6 +219,44 @@ def _unique_bytes(tensors) -> int:
     return total
 
 
+def train_step(mf: ModelFile, model, batch, opt, device: str, low=None, phase=None) -> None:
+    """One eager training step as a user's loop runs it: zero the gradients, the forward pass and loss (under
+    autocast to `low` where set), backward, the optimizer step. `phase(name)`, where given, is a context manager
+    entered around each of the three phases ("forward", "backward", "optimizer"): a `PhaseClock`, a heap trace."""
+    around = phase or (lambda _name: contextlib.nullcontext())
+    opt.zero_grad(set_to_none=True)
+    autocast = torch.autocast(device_type=device, dtype=low) if low is not None else contextlib.nullcontext()
+    with around("forward"), autocast:
+        loss = forward_loss(mf, model, batch)
+    with around("backward"):
+        loss.backward()
+    with around("optimizer"):
+        opt.step()
+
+
+class PhaseClock:
+    """Seconds of each phase of the last `train_step`, on `clock`, with the device synchronized at both ends of a
+    phase (CUDA runs asynchronously)."""
+
+    def __init__(self, clock: Callable[[], float], device: str):
+        self.clock, self.cuda, self.seconds = clock, device == "cuda", {}
+
+    def _sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        self._sync()
+        start = self.clock()
+        yield
+        self._sync()
+        self.seconds[name] = self.clock() - start
+
+    def phases(self) -> tuple[float, float, float]:
+        return self.seconds["forward"], self.seconds["backward"], self.seconds["optimizer"]
+
+
 def run_step(
     mf: ModelFile,
     device: str,

@@ -300,6 +300,7 @@ def markdown(all_rows: list[dict], metas: list[dict], info: dict) -> str:
 def bands(all_rows: list[dict]) -> dict:
     """Error bands from the report rows: calibrated CPUs by thread count and workload kind, and the shipped
     x86-cpu profile (datasheet-style) over all kinds."""
+    from advisor.estimator.bands import band_entry
     from advisor.profiler.device import cpu_name
 
     today = dt.date.today().isoformat()
@@ -315,24 +316,17 @@ def bands(all_rows: list[dict]) -> dict:
             for applies, key in (("calibrated-cpu", "calibrated_error"), ("x86-cpu", "datasheet_error")):
                 if applies == "x86-cpu" and kind != "any":
                     continue
-                errs = [r[key] for r in group]
                 what = "a calibrated" if applies == "calibrated-cpu" else "an uncalibrated (datasheet-style)"
+                ident = f"cpu-{'calibrated' if applies == 'calibrated-cpu' else 'datasheet'}-{kind}-{threads}t"
+                basis = (
+                    f"median |error| of {len(group)} {'' if kind == 'any' else kind + ' '}training steps of "
+                    f"report-set models on {what} {cpu_name()} at {threads} thread{'s' * (threads > 1)} "
+                    "(benchmarks/accuracy.py)"
+                )
+                # step-time errors: + where the estimate is too slow, so negated for the lean
+                fast = [-r[key] for r in group]
                 entries.append(
-                    {
-                        "id": f"cpu-{'calibrated' if applies == 'calibrated-cpu' else 'datasheet'}-{kind}-{threads}t",
-                        "applies_to": applies,
-                        "workload": kind,
-                        "threads": threads,
-                        "error_band": round(statistics.median(abs(e) for e in errs), 3),
-                        "max_error": round(max(abs(e) for e in errs), 3),
-                        "bias": round(-statistics.mean(errs), 3),  # + : estimates faster than measured
-                        "rows": len(group),
-                        "basis": f"median |error| of {len(group)} {'' if kind == 'any' else kind + ' '}training "
-                        f"steps of report-set models on {what} {cpu_name()} at {threads} thread"
-                        f"{'s' * (threads > 1)} (benchmarks/accuracy.py)",
-                        "source": "benchmarks/accuracy.py",
-                        "as_of": today,
-                    }
+                    band_entry(ident, applies, kind, fast, basis, "benchmarks/accuracy.py", today, threads=threads)
                 )
     return {"accuracy": entries}
 

@@ -249,22 +249,17 @@ def bands(results: list[dict]) -> dict:
     today = dt.date.today().isoformat()
     report = [r for r in results if r["set"] == "report"]
 
+    from advisor.estimator.bands import band_entry
+
     def entry(ident: str, applies_to: str, kind: str, group: list[dict]) -> dict:
-        errs = [abs(r["error"]) for r in group]
         devices = sorted({r["device"] for r in group})
-        return {
-            "id": ident,
-            "applies_to": applies_to,
-            "workload": kind,
-            "error_band": round(statistics.median(errs), 3),
-            "max_error": round(max(errs), 3),
-            "bias": round(statistics.mean(r["error"] for r in group), 3),  # + : estimates too fast
-            "rows": len(group),
-            "basis": f"median |error| of {len(group)} published {kind if kind != 'any' else ''} training "
-            f"runs on {', '.join(devices)} (report rows of benchmarks/published.py)".replace("  ", " "),
-            "source": "benchmarks/published.py over benchmarks/data/published_gpu.yaml",
-            "as_of": today,
-        }
+        basis = (
+            f"median |error| of {len(group)} published {kind if kind != 'any' else ''} training "
+            f"runs on {', '.join(devices)} (report rows of benchmarks/published.py)".replace("  ", " ")
+        )
+        source = "benchmarks/published.py over benchmarks/data/published_gpu.yaml"
+        # throughput errors: + where the estimate is too fast
+        return band_entry(ident, applies_to, kind, [r["error"] for r in group], basis, source, today)
 
     entries = []
     by_family: dict[str, list[dict]] = {}

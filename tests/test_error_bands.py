@@ -162,3 +162,17 @@ def test_calibrated_gpu_takes_the_band_of_calibrated_gpus(banded):
     with_gpu = banded.model_copy(update={"accuracy": {**banded.accuracy, "g-cnn": extra}})
     value, basis = band_for(with_gpu, mine, eff, api.profile_from("resnet50"))
     assert value == 0.27 and "five test runs of cnn" in basis  # its own kind's band, not the H200's family
+
+
+def test_band_entry_from_signed_errors():
+    """What the three benchmarks write into catalog/accuracy-*.yaml: errors +0.1, -0.3, +0.2 (+: too fast) give the
+    band median(0.1, 0.3, 0.2) = 0.2, the largest 0.3, the lean (0.1 - 0.3 + 0.2) / 3 = 0; extra fields follow the
+    workload, and the entry loads as a catalog AccuracyBand."""
+    from advisor.catalog.schema import AccuracyBand
+    from advisor.estimator.bands import band_entry
+
+    entry = band_entry("cpu-x-any-2t", "calibrated-cpu", "any", [0.1, -0.3, 0.2], "three runs", "a test", "2026-12-04",
+                       threads=2)  # fmt: skip
+    assert (entry["error_band"], entry["max_error"], entry["bias"], entry["rows"]) == (0.2, 0.3, 0.0, 3)
+    assert list(entry)[:4] == ["id", "applies_to", "workload", "threads"]
+    assert AccuracyBand(**entry).error_band == 0.2

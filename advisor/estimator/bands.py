@@ -117,3 +117,24 @@ def _family_band(
         f"±{value:.0%}: no validation runs cover {family}; {WIDEN:g} x the median band ({typical:.0%}) of "
         f"{len(others)} validated device families for {what} workloads"
     )
+
+
+def band_entry(ident: str, applies_to: str, workload: str, fast_errors: list[float], basis: str, source: str,
+               as_of: str, **extra) -> dict:  # fmt: skip
+    """One entry of catalog/accuracy-*.yaml (AccuracyBand) from a benchmark's validation errors, signed + where the
+    estimate came out faster than measured: the median |error| (the band), the largest, the mean (the lean);
+    `extra` fields (threads) follow the workload."""
+    magnitudes = [abs(e) for e in fast_errors]
+    return {
+        "id": ident,
+        "applies_to": applies_to,
+        "workload": workload,
+        **extra,
+        "error_band": round(statistics.median(magnitudes), 3),
+        "max_error": round(max(magnitudes), 3),
+        "bias": round(statistics.mean(fast_errors), 3),
+        "rows": len(fast_errors),
+        "basis": basis,
+        "source": source,
+        "as_of": as_of,
+    }

@@ -125,7 +125,7 @@ def calibrate(path: Path) -> tuple[float, list[str]]:
     from advisor.calibration import session
     from advisor.io import dump_yaml, write_atomic
 
-    data, m = session.calibrate("cpu", tick=lambda s: print(f"  calibrate: {s}", file=sys.stderr))
+    data, m = session.calibrate("cpu", tick=lambda s: print(f"  calibrate: {s}", file=sys.stderr), attempts=2)
     write_atomic(path, dump_yaml(data), "calibration")
     return m.seconds, m.warnings
 

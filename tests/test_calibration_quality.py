@@ -119,3 +119,29 @@ def test_overlay_carries_the_new_calibrated_fields():
     assert eff.min_op_s == {"aten.mm": pytest.approx(2e-6), "aten.relu": pytest.approx(1e-6)}
     assert eff.module_overhead_s == pytest.approx(1.5e-6)
     assert eff.fused_rnn == ["LSTM"]  # PyTorch fuses only LSTMs on a CPU
+
+
+def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeypatch):
+    """session.calibrate with attempts=3: runs with 2, 1, then 0 warnings; the third is kept and no fourth made;
+    with attempts=2 the second (1 warning, fewer than 2) is kept and says it was measured twice."""
+    runs = iter([["a", "b"], ["c"], []] * 2)
+    calls, ticks = [], []
+
+    def once(device, quick, tick):
+        m = quiet()
+        m.warnings = next(runs)
+        calls.append(len(m.warnings))
+        return {"efficiency": [{"note": "measured."}]}, m
+
+    monkeypatch.setattr(session, "_calibrate_once", once)
+    data, m = session.calibrate("cpu", tick=ticks.append, attempts=3)
+    assert calls == [2, 1, 0] and m.warnings == [] and data["efficiency"][0]["note"].endswith("the cleanest kept.")
+    assert ticks == ["this run looks disturbed (a); measuring again (2 of 3)",
+                     "this run looks disturbed (c); measuring again (3 of 3)"]  # fmt: skip
+    calls.clear()
+    data, m = session.calibrate("cpu", attempts=2)  # the iterator's second cycle: 2 warnings, then 1
+    assert calls == [2, 1] and m.warnings == ["c"]
+    assert "Measured 2 times" in data["efficiency"][0]["note"]
+    calls.clear()
+    data, m = session.calibrate("cpu")  # one attempt by default in the library: 0 warnings left in the cycle
+    assert calls == [0] and data["efficiency"][0]["note"] == "measured."

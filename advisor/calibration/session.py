@@ -11,9 +11,29 @@ from advisor.calibration.bench import Measurements
 
 
 def calibrate(
-    device: str, quick: bool = False, tick: Callable[[str], None] = lambda s: None
+    device: str, quick: bool = False, tick: Callable[[str], None] = lambda s: None, attempts: int = 1
 ) -> tuple[dict, Measurements]:
-    """(overlay data, measurements) for the local `device` at torch's current thread count."""
+    """(overlay data, measurements) for the local `device` at torch's current thread count. A run that looks
+    disturbed (quality.check) is measured again, up to `attempts` runs in all; the cleanest (fewest warnings, the
+    earlier of equals) is kept, and its `seconds` count every run."""
+    start = time.perf_counter()
+    best = None
+    for attempt in range(1, max(1, attempts) + 1):
+        data, m = _calibrate_once(device, quick, tick)
+        if best is None or len(m.warnings) < len(best[1].warnings):
+            best = data, m
+        if not best[1].warnings:
+            break
+        if attempt < attempts:
+            tick(f"this run looks disturbed ({m.warnings[0]}); measuring again ({attempt + 1} of {attempts})")
+    data, m = best
+    m.seconds = time.perf_counter() - start
+    if attempt > 1:
+        data["efficiency"][0]["note"] += f" Measured {attempt} times, the first looking disturbed: the cleanest kept."
+    return data, m
+
+
+def _calibrate_once(device: str, quick: bool, tick: Callable[[str], None]) -> tuple[dict, Measurements]:
     import torch
 
     from advisor.calibration import bench, fit, overlay, quality

@@ -92,6 +92,13 @@ def register(app: typer.Typer) -> None:
         force: Annotated[
             bool, typer.Option("--force", help="Replace the calibration in place even if this run looks disturbed.")
         ] = False,
+        attempts: Annotated[
+            int,
+            typer.Option(
+                "--attempts",
+                help="Measure again while a run looks disturbed, up to this many runs; the cleanest is kept.",
+            ),
+        ] = 2,
         fmt: FormatOpt = Format.table,
     ) -> None:
         """Measure matmul, memory bandwidth, vector ops and per-op overhead of this machine (about a minute)."""
@@ -100,6 +107,8 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"unknown --device {device!r}", "use cpu or cuda")
         if threads is not None and threads < 1:
             raise UserError(f"--threads must be at least 1, got {threads}")
+        if attempts < 1:
+            raise UserError(f"--attempts must be at least 1, got {attempts}")
         check_files({"--output": output})
         import torch
 
@@ -114,7 +123,7 @@ def register(app: typer.Typer) -> None:
         def tick(step: str) -> None:
             sys.stderr.write(f"  [{time.perf_counter() - start:5.1f} s] {step}\n")
 
-        data, m = session.calibrate(device, quick=quick, tick=tick)
+        data, m = session.calibrate(device, quick=quick, tick=tick, attempts=1 if quick else attempts)
         written, kept = session.save(data, output or overlay.default_path(m), force=force)
         for warning in m.warnings:
             note(f"calibration looks disturbed: {warning}")

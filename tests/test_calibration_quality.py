@@ -134,10 +134,11 @@ def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeyp
         return {"efficiency": [{"note": "measured."}]}, m
 
     monkeypatch.setattr(session, "_calibrate_once", once)
+    monkeypatch.setattr(session, "settle", lambda tick: tick("settled"))  # the load wait: its own test below
     data, m = session.calibrate("cpu", tick=ticks.append, attempts=3)
     assert calls == [2, 1, 0] and m.warnings == [] and data["efficiency"][0]["note"].endswith("the cleanest kept.")
-    assert ticks == ["this run looks disturbed (a); measuring again (2 of 3)",
-                     "this run looks disturbed (c); measuring again (3 of 3)"]  # fmt: skip
+    assert ticks == ["this run looks disturbed (a); measuring again (2 of 3)", "settled",
+                     "this run looks disturbed (c); measuring again (3 of 3)", "settled"]  # fmt: skip
     calls.clear()
     data, m = session.calibrate("cpu", attempts=2)  # the iterator's second cycle: 2 warnings, then 1
     assert calls == [2, 1] and m.warnings == ["c"]
@@ -145,3 +146,19 @@ def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeyp
     calls.clear()
     data, m = session.calibrate("cpu")  # one attempt by default in the library: 0 warnings left in the cycle
     assert calls == [0] and data["efficiency"][0]["note"] == "measured."
+
+
+def test_a_cpu_retry_waits_for_the_load_average_to_settle(monkeypatch):
+    """session.settle: loads 1.0, 0.8 then 0.4 per core (BUSY_LOAD 0.5): two waits of 5 s, one message; a load that
+    never falls stops after the limit (90 s: 18 waits)."""
+    from advisor.calibration import session
+
+    loads, sleeps, ticks = iter([1.0, 0.8, 0.4]), [], []
+    monkeypatch.setattr(quality, "load_per_core", lambda: next(loads))
+    monkeypatch.setattr(session.time, "sleep", sleeps.append)
+    session.settle(ticks.append)
+    assert sleeps == [5.0, 5.0] and ticks == ["waiting for the load average to settle (now 1.00 per core)"]
+    sleeps.clear()
+    monkeypatch.setattr(quality, "load_per_core", lambda: 2.0)
+    session.settle(ticks.append)
+    assert len(sleeps) == 18

@@ -26,11 +26,32 @@ def calibrate(
             break
         if attempt < attempts:
             tick(f"this run looks disturbed ({m.warnings[0]}); measuring again ({attempt + 1} of {attempts})")
+            if device == "cpu":
+                settle(tick)
     data, m = best
     m.seconds = time.perf_counter() - start
     if attempt > 1:
         data["efficiency"][0]["note"] += f" Measured {attempt} times, the first looking disturbed: the cleanest kept."
     return data, m
+
+
+SETTLE_S = 90.0  # the longest a CPU retry waits for the load average to fall
+
+
+def settle(tick: Callable[[str], None], limit_s: float = SETTLE_S, step_s: float = 5.0) -> None:
+    """Wait, up to `limit_s`, until the 1-minute load average per core is below quality.BUSY_LOAD: the run just
+    made keeps it high for a minute, and the next run's load check would otherwise flag its own predecessor."""
+    from advisor.calibration import quality
+
+    waited = 0.0
+    while waited < limit_s:
+        load = quality.load_per_core()
+        if load is None or load <= quality.BUSY_LOAD:
+            return
+        if waited == 0.0:
+            tick(f"waiting for the load average to settle (now {load:.2f} per core)")
+        time.sleep(step_s)
+        waited += step_s
 
 
 def _calibrate_once(device: str, quick: bool, tick: Callable[[str], None]) -> tuple[dict, Measurements]:

@@ -334,9 +334,8 @@ class Efficiency(Strict):
         None,
         description="id of a catalog efficiency profile whose kernel rules (KERNEL_RULES: tensor-core channel "
         "alignment and padding, NCHW transposes, GEMM tiles and waves, unaligned GEMMs, NCHW batch norm) this one "
-        "follows where it "
-        "sets none itself: a calibration measures rates on aligned, square work and takes the library's rules "
-        "from the GPU's family",
+        "follows where it sets none itself: a calibration measures rates on aligned, square work and takes the "
+        "library's rules from the GPU's family",
     )
     fused_rnn: list[str] = Field(
         [],

@@ -276,13 +276,12 @@ def channel_block_work(op: OpRecord, device: Device, rule, batch: float) -> tupl
     """(phase, elements x waves over all calls) of a batch-norm record on the one-block-per-channel kernels at
     micro-batch `batch`, in the record's own dtype: seconds x elements per clock x clock (benchmarks/bn_kernels.py
     fits the rates with it); None where the kernels do not run."""
-    blocks = channel_blocks(op, rule, op.dtype)
-    if blocks is None:
-        return None
-    phase = "backward" if op.op in BN_BACKWARD else "forward"
-    rate = blocks[3]
     seconds = channel_block_s(op, device, rule, op.dtype, batch)
-    return (phase, seconds * rate * device.boost_clock * op.count) if seconds else None
+    if not seconds:
+        return None
+    backward = op.op in BN_BACKWARD
+    rate = rule.backward_per_clock if backward else rule.forward_per_clock
+    return ("backward" if backward else "forward", seconds * rate * device.boost_clock * op.count)
 
 
 def channels_last(profile: Profile) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import functools
 import statistics
 import sys
 import time
@@ -70,10 +71,20 @@ if hasattr(base, "make_optimizer"):
 """
 
 
-# DeepLearningExamples' BERT SQuAD, GNMT and Transformer-XL scripts run the whole model in fp16 (apex AMP O2,
+# DeepLearningExamples' BERT SQuAD, GNMT, Transformer-XL and NCF scripts run the whole model in fp16 (apex AMP O2,
 # --math fp16) with fp32 master weights, and Lambda's benchmark runs the same scripts: their fp16 rows are profiled
-# as a pure 16-bit model (softmax, norms and activations in 16 bits) and estimated under fp16-mixed.
-HALF_MODEL = ("bert_large_squad", "bert_base_squad", "gnmt", "transformer_xl_base", "transformer_xl_base_full_softmax")
+# as a pure 16-bit model (softmax, norms and activations in 16 bits) and estimated under fp16-mixed. (NCF's ncf.py
+# moved to autocast in April 2023, after the README's figures, measured in the 21.04 container, and after Lambda's
+# fork, which still calls amp.initialize(opt_level="O2").)
+HALF_MODEL = (
+    "bert_large_squad",
+    "bert_base_squad",
+    "gnmt",
+    "gnmt_wmt16",
+    "ncf",
+    "transformer_xl_base",
+    "transformer_xl_base_full_softmax",
+)
 
 
 def profiled_precision(row: dict) -> str:
@@ -109,7 +120,9 @@ def profile_for(row: dict, extra: Path | None, profiles: dict):
     key = (row["model"], precision, optimizer, nhwc)
     if key in profiles:
         return profiles[key]
-    digest = hashlib.sha256(path.read_bytes() + CHANNELS_LAST.encode() * nhwc + profiler_digest()).hexdigest()[:12]
+    # the model file and the helpers of its folder it may build on (_*.py)
+    sources = b"".join(p.read_bytes() for p in [path, *sorted(path.parent.glob("_*.py"))])
+    digest = hashlib.sha256(sources + CHANNELS_LAST.encode() * nhwc + profiler_digest()).hexdigest()[:12]
     layout = "-nhwc" if nhwc else ""
     cached = CACHE / f"{row['model']}{layout}-{precision}-{optimizer or 'file'}-{digest}.yaml"
     if nhwc:
@@ -149,7 +162,38 @@ def estimate_row(row: dict, prof, cat):
         cat=cat,
         run=RunOptions(loader_workers=row.get("loader_workers")),
     )
-    return est, est.samples_per_s * ((prof.tokens_per_sample or 1) if row["unit"] == "tokens/s" else 1)
+    samples_per_s = est.samples_per_s * dropped_batch_factor(row)
+    if row["unit"] != "tokens/s":
+        return est, samples_per_s
+    return est, samples_per_s * (counted(row["model"], "TOKENS_COUNTED") or prof.tokens_per_sample or 1)
+
+
+@functools.cache
+def counted(model: str, name: str) -> float | None:
+    """A figure the model file declares about what its source counts but does not compute: TOKENS_COUNTED (tokens a
+    sample counts where batches are padded, gnmt_wmt16.py) or EPOCH_SAMPLES (samples an epoch counts, ncf.py);
+    None where the file declares none."""
+    import importlib.util
+
+    path = model_file(model, None)
+    if path is None or name not in path.read_text(encoding="utf-8"):
+        return None
+    spec = importlib.util.spec_from_file_location(f"published_{model}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, name, None)
+
+
+def dropped_batch_factor(row: dict) -> float:
+    """Samples counted per sample computed where the source divides its epoch into micro-batches, drops the last
+    (partial) one and still counts the whole epoch (DeepLearningExamples' NCF: each of `count` workers takes
+    EPOCH_SAMPLES / count samples, torch.split into micro-batches, [:-1]); 1 for every other model."""
+    epoch = counted(row["model"], "EPOCH_SAMPLES")
+    if not epoch:
+        return 1.0
+    per_worker, batch = int(epoch / row["count"]), row["micro_batch"]
+    steps = -(-per_worker // batch) - 1  # ceil, less the dropped last split
+    return per_worker / (steps * batch) if steps > 0 else 1.0
 
 
 def run(rows: list[dict], extra: Path | None) -> list[dict]:

@@ -41,6 +41,8 @@ PUBLISHED = {
     # 2*8,396,800 + 12,591,104 + 2*8,396,800 = 46,178,304; decoder LSTMs 8,396,800 + 3*12,591,104 = 46,170,112;
     # attention 2*1024^2 + 1024 + 1 + 1024 = 2,099,201; classifier 1024*32320 + 32320 = 33,128,000 -> 160,671,297
     "gnmt": 160_671_297,
+    # the same layers at the bucketed WMT16 lengths
+    "gnmt_wmt16": 160_671_297,
     # Transformer-XL base (DeepLearningExamples): embedding 267,735*512 = 137,080,320; a layer 512*1536 + 2*512^2
     # + 512*2048+2048 + 2048*512+512 + 2*1024 = 3,412,480, times 16 = 54,599,680; shared biases 2*8*64 = 1,024;
     # output bias 267,735; cluster logits 3*512 + 3 = 1,539 -> 191,950,298
@@ -92,12 +94,19 @@ def test_profiles_on_meta(name):
     assert forward_flops(p, ops=tuple({o.op for o in p.ops})) > 0
 
 
-TOKENS = [("bert_large_pretrain", 128), ("bert_large_squad", 384), ("bert_base_squad", 384), ("gnmt", 50)]
+TOKENS = [
+    ("bert_large_pretrain", 128),
+    ("bert_large_squad", 384),
+    ("bert_base_squad", 384),
+    ("gnmt", 50),
+    ("gnmt_wmt16", 62),
+]
 
 
 @pytest.mark.parametrize(("name", "tokens"), TOKENS)
 def test_tokens_per_sample_is_what_the_sources_count(name, tokens):
-    # SQuAD features are padded to 384; GNMT counts source + target tokens (25 + 25 here); Transformer-XL is below
+    # SQuAD features are padded to 384; GNMT: source + target positions (25 + 25; 31 + 31 padded, of which the
+    # published rows count 50.36: published.py converts by TOKENS_COUNTED); Transformer-XL is below
     assert profile(name).tokens_per_sample == tokens
 
 
@@ -125,6 +134,18 @@ def test_ncf_mlp_per_sample():
 def test_gnmt_classifier_over_25_target_tokens():
     # 25 target tokens * 2*1024*32320 = 1,654,784,000 (the bias add is a separate elementwise op here)
     assert forward_flops(profile("gnmt"), module_prefix="classifier") == pytest.approx(1_654_784_000, rel=1e-9)
+
+
+def test_gnmt_wmt16_pads_the_target_and_packs_the_first_encoder_layer():
+    p = profile("gnmt_wmt16")
+    # the classifier over 31 padded target positions: 31 * 2*1024*32320 = 2,051,932,160
+    assert forward_flops(p, module_prefix="classifier") == pytest.approx(2_051_932_160, rel=1e-9)
+    # encoder LSTM gate GEMMs (addmm 2*m*n*k + m*n per step, 4096 gates): a step of a 1024-wide input is
+    # (2*1024*4096 + 4096) for the input and the same for the hidden state, 16,785,408; of a 2048-wide input
+    # (2*2048*4096 + 4096) + 8,392,704 = 25,174,016. The bidirectional layer at the 26 packed positions:
+    # 2 * 26 * 16,785,408 = 872,841,216; the second layer at 31 padded positions 31 * 25,174,016 = 780,394,496;
+    # the last two 2 * 31 * 16,785,408 = 1,040,695,296 -> 2,693,931,008 (all 31 positions: 3,208,708,096)
+    assert forward_flops(p, ops=("aten.addmm",), module_prefix="enc.") == pytest.approx(2_693_931_008, rel=1e-9)
 
 
 def test_transformer_xl_qkv_spans_memory_and_segment():

@@ -63,7 +63,7 @@ def test_models_and_hardware_exist(rows, catalog):
 
 
 def test_tokens_per_second_only_for_models_that_count_tokens(rows):
-    tokens = {"gnmt", "transformer_xl_base", "transformer_xl_base_full_softmax"}
+    tokens = {"gnmt_wmt16", "transformer_xl_base", "transformer_xl_base_full_softmax"}
     assert {r["model"] for r in rows if r["unit"] == "tokens/s"} == tokens
 
 
@@ -86,3 +86,36 @@ def test_report_set_is_broad_enough(rows, catalog):
     # the tuning set covers CNNs and transformers too
     tuning_families = {r["family"] for r in rows if r["set"] == "tuning"}
     assert tuning_families & CNN_FAMILIES and "bert" in tuning_families
+
+
+@pytest.fixture(scope="module")
+def published():
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("published_script", ROOT / "benchmarks" / "published.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_ncf_rows_count_the_batch_the_code_drops(published):
+    # ML-20M: 20,000,263 ratings less 138,493 held-out ones = 19,861,770 positives, x5 with negatives = 99,308,850
+    assert published.counted("ncf", "EPOCH_SAMPLES") == 99_308_850
+    # batch 10,000,000 on one GPU: split gives 10 pieces, the last (9,308,850) dropped: 9 computed, 90,000,000
+    # samples, and 99,308,850 counted -> 1.1034
+    row = {"model": "ncf", "count": 1, "micro_batch": 10_000_000}
+    assert published.dropped_batch_factor(row) == pytest.approx(99_308_850 / 90_000_000, rel=1e-12)
+    # 8 workers of 131,072: each takes int(99,308,850 / 8) = 12,413,606 samples, ceil(94.7) = 95 pieces, 94
+    # computed = 12,320,768 -> 1.00754
+    row = {"model": "ncf", "count": 8, "micro_batch": 131_072}
+    assert published.dropped_batch_factor(row) == pytest.approx(12_413_606 / 12_320_768, rel=1e-12)
+    # other models count what they compute
+    assert published.dropped_batch_factor({"model": "resnet50", "count": 1, "micro_batch": 256}) == 1.0
+
+
+def test_gnmt_rows_count_fewer_tokens_than_the_padded_batch_computes(published):
+    # benchmarks/results/gnmt-padding.txt, central case: 25.70 + 24.66 tokens counted a pair, 31 + 31 computed
+    assert published.counted("gnmt_wmt16", "TOKENS_COUNTED") == pytest.approx(50.36)
+    assert published.counted("transformer_xl_base", "TOKENS_COUNTED") is None

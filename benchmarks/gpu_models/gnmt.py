@@ -1,98 +1,31 @@
-"""GNMT v2 (Wu et al. 2016, "Google's Neural Machine Translation System"), as NVIDIA DeepLearningExamples trains it
-on WMT16 English-German: the 4-layer model with the attention of the TensorFlow NMT tutorial.
+"""GNMT v2 on sentence pairs of one fixed length: 25 source and 25 target tokens, no padding (the layers are in
+_gnmt.py). The shape benchmarks/gpu_local.py measured on the H200, where the model runs on random tokens of exactly
+these lengths; the published rows, which train on WMT16's bucketed batches, use gnmt_wmt16.py.
 
-Shared 1024-wide embeddings over a 32,320-token BPE vocabulary (32,000 merges, padded to a multiple of 8, the
-README's synthetic-vocabulary default). Encoder: a bidirectional LSTM layer (1024 per direction), then three LSTM
-layers of 1024 (the first takes the 2048-wide bidirectional output; the last two add residual connections).
-Decoder: an LSTM layer of 1024 whose output queries a normalised Bahdanau attention over the encoder output
-(score = g * v/|v| . tanh(Wq q + Wk k + b), softmax over the source, context = weights x encoder output), then three
-LSTM layers of 1024 that take [previous output, context] (2048 wide; residuals from the third layer), and a
-1024 -> 32,320 classifier. Dropout 0.2 on the input of every LSTM layer; label-smoothed cross-entropy (0.1).
-Parameters: embedding 33,095,680 + encoder 46,178,304 + decoder LSTMs 46,170,112 + attention 2,099,201 +
-classifier 33,128,000 = 160,671,297 (derived from the README's layer sizes; it states no count).
-
-Why these shapes: the measured rows report tokens per second, source plus target tokens, over WMT16 batches of
-sentence pairs of at most 50 tokens bucketed by length. Here every pair has SRC = 25 source and TGT = 25 target
-tokens, a representative length, not a published one: per token the cost is nearly length-independent (the LSTMs
-and the classifier are per token), except the attention, whose cost per target token grows with the source length
-(at 25 tokens it is under 2 % of the FLOPs but about a sixth of the bytes moved). The batch carries source and
-target as one [batch, 50] token tensor so the profile records 50 tokens per sample. Batch 128 per device:
+The profile records 50 tokens per sample. Per token the cost is nearly length-independent (the LSTMs and the
+classifier are per token), except the attention, whose cost per target token grows with the source length (at 25
+tokens it is under 2 % of the FLOPs but about a sixth of the bytes moved). Batch 128 per device:
 DeepLearningExamples' default.
 """
 
-import torch
-import torch.nn.functional as F
-from torch import nn
+import importlib.util
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("_gnmt", Path(__file__).with_name("_gnmt.py"))
+_gnmt = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_gnmt)
 
 BATCH_SIZE = 128
-VOCAB, DIM, SRC, TGT, DROPOUT = 32_320, 1024, 25, 25, 0.2
-
-
-class Attention(nn.Module):
-    """Normalised Bahdanau attention; every (target step, source step) pair gets a tanh over DIM units."""
-
-    def __init__(self):
-        super().__init__()
-        self.linear_q = nn.Linear(DIM, DIM, bias=False)
-        self.linear_k = nn.Linear(DIM, DIM, bias=False)
-        self.linear_att = nn.Parameter(torch.empty(DIM).uniform_(-0.1, 0.1))
-        self.normalize_scalar = nn.Parameter(torch.full((1,), DIM**-0.5))
-        self.normalize_bias = nn.Parameter(torch.zeros(DIM))
-
-    def forward(self, query, keys):
-        q, k = self.linear_q(query), self.linear_k(keys)  # [b, t, d], [b, s, d]
-        summed = q.unsqueeze(2) + k.unsqueeze(1) + self.normalize_bias  # [b, t, s, d]
-        v = self.linear_att / self.linear_att.norm() * self.normalize_scalar
-        weights = F.softmax(torch.tanh(summed).matmul(v), dim=-1)  # [b, t, s]
-        return torch.bmm(weights, keys)
-
-
-class GNMT(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embedding = nn.Embedding(VOCAB, DIM)
-        self.enc = nn.ModuleList(
-            [nn.LSTM(DIM, DIM, batch_first=True, bidirectional=True), nn.LSTM(2 * DIM, DIM, batch_first=True)]
-            + [nn.LSTM(DIM, DIM, batch_first=True) for _ in range(2)]
-        )
-        self.dec_first = nn.LSTM(DIM, DIM, batch_first=True)
-        self.attention = Attention()
-        self.dec = nn.ModuleList(nn.LSTM(2 * DIM, DIM, batch_first=True) for _ in range(3))
-        self.classifier = nn.Linear(DIM, VOCAB)
-
-    def encode(self, src):
-        x = self.embedding(src)
-        for i, lstm in enumerate(self.enc):
-            y, _ = lstm(F.dropout(x, DROPOUT, self.training))
-            x = x + y if i >= 2 else y
-        return x
-
-    def forward(self, tokens):
-        src, tgt = tokens[:, :SRC], tokens[:, SRC:]
-        keys = self.encode(src)
-        x, _ = self.dec_first(F.dropout(self.embedding(tgt), DROPOUT, self.training))
-        context = self.attention(x, keys)
-        for i, lstm in enumerate(self.dec):
-            y, _ = lstm(torch.cat((F.dropout(x, DROPOUT, self.training), context), dim=2))
-            x = x + y if i >= 1 else y
-        return self.classifier(x)
+SRC, TGT = 25, 25
 
 
 def build_model():
-    return GNMT()
+    return _gnmt.GNMT(SRC, TGT, packed=SRC)
 
 
 def example_batch(batch_size):
-    # source and target tokens of each pair in one tensor; the labels are the target shifted by one
-    return torch.randint(0, VOCAB, (batch_size, SRC + TGT)), torch.randint(0, VOCAB, (batch_size, TGT))
+    return _gnmt.example_batch(batch_size, SRC, TGT)
 
 
-def training_step(model, batch):
-    tokens, labels = batch
-    logits = model(tokens)
-    return F.cross_entropy(logits.reshape(-1, VOCAB).float(), labels.reshape(-1), label_smoothing=0.1)
-
-
-def make_optimizer(parameters):
-    # DeepLearningExamples' GNMT: Adam, lr 2e-3
-    return torch.optim.Adam(parameters, lr=2e-3)
+training_step = _gnmt.training_step
+make_optimizer = _gnmt.make_optimizer

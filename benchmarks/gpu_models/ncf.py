@@ -12,6 +12,13 @@ Parameters: embeddings (138,493 + 26,744) x (64 + 128) = 31,725,504; MLP 256*256
 
 Why these shapes: the measured rows run DeepLearningExamples' ncf.py on ML-20M with 4 negatives per positive,
 counting positives and negatives as samples. Batch 1,048,576 (2^20) per device: its default on one GPU.
+
+What the rows count: ncf.py divides each worker's share of the epoch into batches with torch.split, drops the last
+(partial) one (dataloading.py: "the last batch will almost certainly be smaller, drop it"), and reports the whole
+epoch's samples over the epoch's time. An epoch is ML-20M's 20,000,263 ratings less each of the 138,493 users' last
+one (held out for the test: convert.py), 19,861,770 positives, with 4 negatives each: EPOCH_SAMPLES = 99,308,850.
+At Lambda's batch of 10,000,000 a GPU trains 9 batches (90,000,000 samples) and counts 99,308,850, 1.103 times as
+many; at DeepLearningExamples' 2^20, 94 batches and 1.0075 times. benchmarks/published.py converts by that ratio.
 """
 
 import torch
@@ -20,6 +27,7 @@ from torch import nn
 
 BATCH_SIZE = 2**20
 USERS, ITEMS, FACTORS, MLP = 138_493, 26_744, 64, (256, 256, 128, 64)
+EPOCH_SAMPLES = (20_000_263 - 138_493) * (1 + 4)  # training positives and 4 negatives each, per epoch
 
 
 class NeuMF(nn.Module):

@@ -79,7 +79,6 @@ if hasattr(base, "make_optimizer"):
 HALF_MODEL = (
     "bert_large_squad",
     "bert_base_squad",
-    "gnmt",
     "gnmt_wmt16",
     "ncf",
     "transformer_xl_base",

@@ -176,3 +176,22 @@ def test_band_entry_from_signed_errors():
     assert (entry["error_band"], entry["max_error"], entry["bias"], entry["rows"]) == (0.2, 0.3, 0.0, 3)
     assert list(entry)[:4] == ["id", "applies_to", "workload", "threads"]
     assert AccuracyBand(**entry).error_band == 0.2
+
+
+def test_a_band_names_the_worst_run_and_the_lean_its_median_hides(banded):
+    from advisor.catalog.schema import AccuracyBand
+
+    a100 = banded.devices["a100-80gb-sxm"]
+    cnn = api.profile_from("resnet50")
+    # the fixture's cnn band: 0.1 with its worst run 0.2 off, under max(2 x 0.1, 0.25): nothing added
+    assert band_for(banded, a100, banded.efficiency[a100.efficiency], cnn)[1].endswith("2026-12-01")
+    # worst 1.26 > max(2 x 0.119, 0.25) and mean lean 0.137 >= 0.119 (about the shipped Ampere recommender figures)
+    tail = {**band("a-cnn", "nvidia-ampere", "cnn", 0.119), "max_error": 1.26, "bias": 0.137}
+    cat = banded.model_copy(update={"accuracy": {**banded.accuracy, "a-cnn": AccuracyBand(**tail)}})
+    value, basis = band_for(cat, a100, cat.efficiency[a100.efficiency], cnn)
+    assert value == 0.119
+    assert basis.endswith("2026-12-01; the worst run was off by 126%, and they leaned 14% faster on average")
+    # a lean smaller than the band is left out: -0.05 against 0.119
+    quiet = {**tail, "bias": -0.05}
+    cat = banded.model_copy(update={"accuracy": {**banded.accuracy, "a-cnn": AccuracyBand(**quiet)}})
+    assert band_for(cat, a100, cat.efficiency[a100.efficiency], cnn)[1].endswith("the worst run was off by 126%")

@@ -20,6 +20,7 @@ from advisor.profiler.schema import Profile
 
 WIDEN = 1.5  # no validation data for the family (or the kind): the median band of the others, this much wider
 MIN_UNCOVERED = 0.25  # and never narrower than this
+TAIL = 2.0  # a band's worst run further off than this many bands (and MIN_UNCOVERED) is named beside it
 RNN_OPS = ("rnn", "lstm", "gru")
 CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution")
 GATHER_OPS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
@@ -89,6 +90,17 @@ def band_for(
     )
 
 
+def _tail(band: AccuracyBand) -> str:
+    """What a median hides, where it hides much: the worst run when it was more than TAIL times the band (and at
+    least MIN_UNCOVERED off), and the runs' mean lean when it was as large as the band itself."""
+    if band.max_error <= max(TAIL * band.error_band, MIN_UNCOVERED):
+        return ""
+    lean = ""
+    if abs(band.bias) >= band.error_band:
+        lean = f", and they leaned {abs(band.bias):.0%} {'faster' if band.bias > 0 else 'slower'} on average"
+    return f"; the worst run was off by {band.max_error:.0%}{lean}"
+
+
 def _family_band(
     catalog: Catalog, device: Device, eff: Efficiency, profile: Profile, kind: str | None = None
 ) -> tuple[float, str]:
@@ -98,13 +110,13 @@ def _family_band(
     bands = [b for b in catalog.accuracy.values() if b.applies_to == family]
     band = _pick([b for b in bands if b.workload == kind], threads)
     if band is not None:
-        return band.error_band, f"±{band.error_band:.0%}: {band.basis}, {band.as_of}"
+        return band.error_band, f"±{band.error_band:.0%}: {band.basis}, {band.as_of}{_tail(band)}"
     band = _pick([b for b in bands if b.workload == "any"], threads)
     if band is not None:
         value = WIDEN * band.error_band
         return value, (
             f"±{value:.0%}: no {kind} runs of its own: {WIDEN:g} x the ±{band.error_band:.0%} of all kinds "
-            f"({band.basis}, {band.as_of})"
+            f"({band.basis}, {band.as_of}){_tail(band)}"
         )
     families = [b for b in catalog.accuracy.values() if b.applies_to not in catalog.devices]
     others = [b for b in families if b.workload == kind] or [b for b in families if b.workload == "any"]

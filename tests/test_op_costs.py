@@ -5,6 +5,7 @@ issue rate and per-module overhead. Every expected value is derived by hand in t
 from __future__ import annotations
 
 import pytest
+from conftest import ROOT
 
 from advisor.catalog.schema import Device, Efficiency
 from advisor.estimator import kernels
@@ -581,3 +582,47 @@ def test_mixed_precision_optimizer_updates_fp32_master_weights():
     assert profile_op_time(adam, CPU, EFF, "bf16", "fp16-mixed", 1).seconds == pytest.approx(410e-6)
     # profiled and estimated under the same precision: as recorded, 1e6 / 5e9 = 200 µs + 10 µs
     assert profile_op_time(adam, CPU, EFF, "bf16", "bf16", 1).seconds == pytest.approx(210e-6)
+
+
+def test_an_embedding_gradient_sorts_its_indices_past_the_direct_kernel():
+    """IndexSort (the NVIDIA families' index_sort): PyTorch's CUDA embedding backward radix-sorts its indices
+    (304 B per index) in 28 extra kernels, except aten.embedding_dense_backward with at most 3,072 indices per
+    call; the scalar op cost and the vectorized op table agree with and without the sort."""
+    import numpy as np
+
+    from advisor import api
+    from advisor.estimator.parallel.tensor import roles
+    from advisor.estimator.passes import op_table, record_times
+    from advisor.estimator.roofline import STATE_INIT
+    from advisor.profiler.profile import profile_model
+
+    cat = api.catalog()
+    gpu = cat.devices["h100-sxm"]
+    eff = cat.efficiency[gpu.efficiency].model_copy(update={"memory": EFF.memory})  # flat 0.5 of 3.35 TB/s
+    plain = eff.model_copy(update={"index_sort": None})
+    prof = profile_model(ROOT / "tests/models/tiny_recsys.py", batch_size=8, device="meta")
+    dense = next(o for o in prof.ops if o.op == "aten.embedding_dense_backward")  # [8, 16], [8]: 1 index a sample
+    bag = next(o for o in prof.ops if o.op == "aten._embedding_bag_backward")  # [32] indices: 4 a sample
+
+    def extra(op, micro):
+        args = (gpu, eff, prof.precision, "fp32", micro, 0.0, prof.batch_size)
+        return profile_op_time(op, *args).seconds - profile_op_time(op, gpu, plain, *args[2:]).seconds
+
+    # micro-batch 2,048: the plain lookup's 2,048 indices stay on the direct kernel (<= 3,072): nothing added
+    assert extra(dense, 2048) == 0.0
+    # the bag's 8,192 indices sort: 304 x 8,192 = 2,490,368 B at 0.5 x 3.35e12 B/s = 1.48679 us, plus 28 kernels
+    # x launch_s 3 us = 84 us -> 85.48679 us
+    assert extra(bag, 2048) == pytest.approx(2_490_368 / 1.675e12 + 28 * 3e-6, rel=1e-9)
+    # micro-batch 4,096: the plain lookup sorts too: 304 x 4,096 = 1,245,184 B -> 0.74339 us + 84 us
+    assert extra(dense, 4096) == pytest.approx(1_245_184 / 1.675e12 + 28 * 3e-6, rel=1e-9)
+    r = roles(prof, prof.structure)
+    for micro in (2, 2048, 4096):
+        table = op_table(prof, r, gpu, eff, "fp32")
+        got = record_times(table, [micro], [1], [1], [False])["seconds"][0]
+        want = [
+            0.0
+            if o.phase == "optimizer" and o.op in STATE_INIT
+            else profile_op_time(o, gpu, eff, prof.precision, "fp32", micro, prof.bytes(micro), prof.batch_size).seconds
+            for o in prof.ops
+        ]
+        assert got == pytest.approx(np.asarray(want), rel=1e-12)

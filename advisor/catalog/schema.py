@@ -182,6 +182,7 @@ KERNEL_RULES = (
     "tiles_per_sm",
     "unaligned_gemm_flops_per_clock",
     "batch_norm_nchw",
+    "index_sort",
 )
 
 
@@ -198,6 +199,23 @@ class ChannelBlocks(Strict):
         le=1e8,
         description="bytes of one channel's tensors (forward: the input; backward: the input and its gradient) "
         "up to which the library keeps a channel on one multiprocessor and runs at the memory rate instead",
+    )
+
+
+class IndexSort(Strict):
+    """The gradient of an embedding lookup as the library computes it on the device: the lookup's indices are
+    radix-sorted with their positions and cut into segments of equal rows before the gradient rows are summed
+    into the table (PyTorch's CUDA embedding backward). That traffic and those kernels come on top of the
+    gradient rows and the table the profile records."""
+
+    bytes_per_index: float = Field(gt=0, le=1e4, description="bytes the sort and the segmenting move per index")
+    kernels: int = Field(ge=0, le=1000, description="kernels one call launches besides its own")
+    direct_max_indices: int = Field(
+        0,
+        ge=0,
+        le=10**9,
+        description="indices per call up to which aten.embedding_dense_backward sums straight into the table in "
+        "one kernel, with no sort (0: it always sorts); embedding bags always sort",
     )
 
 
@@ -329,6 +347,9 @@ class Efficiency(Strict):
     )
     batch_norm_nchw: ChannelBlocks | None = Field(
         None, description="batch norm on NCHW tensors with large channels, one thread block per channel"
+    )
+    index_sort: IndexSort | None = Field(
+        None, description="an embedding gradient sorts its indices first (None: priced as its recorded traffic)"
     )
     kernel_rules: str | None = Field(
         None,

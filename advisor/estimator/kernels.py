@@ -31,6 +31,7 @@ import re
 import numpy as np
 
 from advisor.catalog.schema import Device, Efficiency
+from advisor.estimator.roofline import SCATTERS
 from advisor.profiler.schema import OpRecord, Profile
 from advisor.vocab import DTYPE_BYTES
 
@@ -43,6 +44,7 @@ BN_FORWARD = (
 )
 BN_BACKWARD = ("aten.native_batch_norm_backward", "aten.cudnn_batch_norm_backward")
 CONV_BACKWARD = "aten.convolution_backward"
+DIRECT_GATHER_GRAD = "aten.embedding_dense_backward"  # the embedding gradient whose small calls skip the sort
 GEMM_2D = ("aten.mm", "aten.addmm")
 GEMM_3D = ("aten.bmm", "aten.baddbmm")
 _SHAPE = re.compile(r"\[([0-9, ]*)\]|(\d+) tensors \((\d+) elements\)")
@@ -282,6 +284,33 @@ def channel_block_work(op: OpRecord, device: Device, rule, batch: float) -> tupl
     backward = op.op in BN_BACKWARD
     rate = rule.backward_per_clock if backward else rule.forward_per_clock
     return ("backward" if backward else "forward", seconds * rate * device.boost_clock * op.count)
+
+
+def sorted_indices(op: OpRecord, rule, profile_batch: float) -> float:
+    """Indices per sample, over all its calls, that an embedding-gradient record sorts under `rule`
+    (Efficiency.index_sort): its index tensor (the record's second shape, at the profile's batch) grows with the
+    batch; 0 for other records or without a rule."""
+    if rule is None or op.op not in SCATTERS or not profile_batch:
+        return 0.0
+    shapes = parse_shapes(op.shapes)
+    if len(shapes) < 2:
+        return 0.0
+    return math.prod(shapes[1]) * op.count / profile_batch
+
+
+def sort_threshold(op: OpRecord, rule) -> float:
+    """Indices per call up to which the record runs without sorting (`IndexSort.direct_max_indices`)."""
+    return float(rule.direct_max_indices) if rule is not None and op.op == DIRECT_GATHER_GRAD else 0.0
+
+
+def index_sort_cost(op: OpRecord, rule, micro: float, profile_batch: float) -> tuple[float, float]:
+    """(bytes, kernels) over all calls that sorting an embedding gradient's indices adds at micro-batch `micro`:
+    IndexSort.bytes_per_index per index and IndexSort.kernels per call, where a call sorts (more indices than
+    `sort_threshold`); (0, 0) otherwise."""
+    indices = sorted_indices(op, rule, profile_batch) * micro
+    if indices <= 0 or indices / max(op.count, 1) <= sort_threshold(op, rule):
+        return 0.0, 0.0
+    return rule.bytes_per_index * indices, float(rule.kernels * op.count)
 
 
 def channels_last(profile: Profile) -> bool:

@@ -104,6 +104,10 @@ class OpTable:
     step_bytes: tuple[float, float]  # bytes of one step: fixed, per sample
     s_fix: np.ndarray  # serial bytes (separate kernels: a scatter's zeroed table), fixed and per sample
     s_per: np.ndarray
+    sort_idx: np.ndarray  # indices per sample an embedding gradient sorts (kernels.sorted_indices), 0: none
+    sort_max: np.ndarray  # indices per call up to which it does not (kernels.sort_threshold)
+    sort_bytes: float  # bytes per sorted index (Efficiency.index_sort)
+    sort_launch_s: np.ndarray  # device seconds per call of the sort's kernels
     transpose: np.ndarray  # bytes of NCHW transposes and padded channel copies at the profile's batch (all calls)
     pad: np.ndarray  # share of a padded convolution's tensor-core lanes that do real work (1: no padding)
     f_profile: np.ndarray  # FLOPs at the profile's batch
@@ -228,6 +232,8 @@ class _EffPart:
     values: np.ndarray
     s_fix: np.ndarray
     s_per: np.ndarray
+    sort_idx: np.ndarray
+    sort_max: np.ndarray
     transpose: np.ndarray
     pad: np.ndarray
     f_profile: np.ndarray
@@ -282,7 +288,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
          for i, c, _d, n, _p in rec.rows), dtype=bool, count=len(rec.rows),
     )  # fmt: skip
     live, reuse = np.ones(n), np.zeros(n, dtype=bool)
-    s_fix, s_per, transpose, f_profile = (np.zeros(n) for _ in range(4))
+    s_fix, s_per, transpose, f_profile, sort_idx, sort_max = (np.zeros(n) for _ in range(6))
     pad = np.ones(n)
     wave = np.zeros((n, 3))
     unaligned = np.zeros(n, dtype=bool)
@@ -306,6 +312,8 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
         if op.op in SCATTERS and op.op in eff.op_curves:
             scale_b = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
             s_fix[j], s_per[j] = op.bytes_written.fixed * scale_b, op.bytes_written.per_sample * scale_b
+        sort_idx[j] = kernels.sorted_indices(op, eff.index_sort, batch)
+        sort_max[j] = kernels.sort_threshold(op, eff.index_sort)
         if category == "matrix" and kernel_data:
             tensor = dtype not in kernels.TENSOR_CORE_DTYPES or kernels.tensor_cores(op, eff, dtype)
             if not tensor:
@@ -322,7 +330,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     values[:, 3] -= s_per
     return _EffPart(
         units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, curves, live, reuse, hot, values, s_fix, s_per,
-        transpose, pad, f_profile, wave, unaligned, blocks, host_calls, fused,
+        sort_idx, sort_max, transpose, pad, f_profile, wave, unaligned, blocks, host_calls, fused,
         (
             sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
             sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
@@ -392,6 +400,10 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         step_bytes=part.step_bytes,
         s_fix=part.s_fix,
         s_per=part.s_per,
+        sort_idx=part.sort_idx,
+        sort_max=part.sort_max,
+        sort_bytes=eff.index_sort.bytes_per_index if eff.index_sort is not None else 0.0,
+        sort_launch_s=np.full(len(part.sort_idx), _sort_launch_s(eff)),
         transpose=part.transpose,
         pad=part.pad,
         f_profile=part.f_profile,
@@ -409,6 +421,13 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         module_s=module_s,
         module_key=("block" if has_blocks else "before", "forward"),
     )
+
+
+def _sort_launch_s(eff: Efficiency) -> float:
+    """Device seconds of the kernels one embedding-gradient call launches for its index sort (0: no rule)."""
+    if eff.index_sort is None:
+        return 0.0
+    return eff.index_sort.kernels * (eff.launch_s if eff.launch_s is not None else eff.op_overhead_s)
 
 
 def _blocks(blocks: np.ndarray, device: Device, eff: Efficiency) -> np.ndarray:
@@ -511,6 +530,11 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
         floor = np.where(elements * table.blocks[:, 1] > table.channel_bytes_max, elements * table.blocks[:, 2], 0.0)
         body = np.maximum(body, floor)
     serial = table.s_fix * weight + table.s_per * micro * act
+    sorts = None
+    if table.sort_idx.any():  # an embedding gradient's index sort, where its calls are past the unsorted kernel
+        indices = table.sort_idx * micro * act
+        sorts = indices / table.calls > table.sort_max
+        serial = serial + np.where(sorts, indices * table.sort_bytes, 0.0)
     if table.transpose.any():
         growth = flops / np.where(table.f_profile > 0, table.f_profile, 1.0)
         serial = serial + table.transpose * growth
@@ -520,6 +544,8 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     body = body * table.calls * table.live
     t_serial = t_serial * table.live
     overhead = np.broadcast_to(table.overhead * table.calls * table.live, body.shape)
+    if sorts is not None:
+        overhead = overhead + np.where(sorts, table.sort_launch_s * table.calls * table.live, 0.0)
     return {
         "seconds": body + t_serial + overhead,
         "compute_s": np.where(compute_bound, body, 0.0),

@@ -289,6 +289,11 @@ def profile_op_time(
         }
     if eff.batch_norm_nchw is not None and not channels_last:
         extra["floor_s"] = kernels.channel_block_s(op, device, eff.batch_norm_nchw, dtype, batch)
+    sort_bytes, launches = kernels.index_sort_cost(op, eff.index_sort, batch, profile_batch or batch)
+    if sort_bytes:  # an embedding gradient's index sort: separate kernels around the op
+        extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + sort_bytes
+        launch = eff.launch_s if eff.launch_s is not None else eff.op_overhead_s
+        extra["fixed_s"] = overhead_for(eff, op.phase) * max(op.count, 1) + launches * launch
     if recurrent and op.category == "matrix":
         extra["cap_bytes"] = (op.bytes_read.per_sample + op.bytes_written.per_sample) * batch * scale
     t = op_time(

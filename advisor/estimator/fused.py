@@ -59,7 +59,7 @@ def _cell(device, eff, rnn: RnnCall, rows, width, dtype, steps):
 
 def rnn_times(rnn: RnnCall, device: Device, eff: Efficiency, precision: str, batch: float) -> dict[str, list]:
     """{phase: [OpTime, ...]} of all calls of one recurrent layer at micro-batch `batch`."""
-    from advisor.estimator.roofline import op_time, overhead_for
+    from advisor.estimator.roofline import launch_for, op_time, overhead_for
 
     dtype = COMPUTE_DTYPE[precision]
     width = DTYPE_BYTES.get(dtype, 4)
@@ -84,7 +84,7 @@ def rnn_times(rnn: RnnCall, device: Device, eff: Efficiency, precision: str, bat
             ]
             out["forward"] += [_scaled(t, rnn.count) for t in fwd]
             out["backward"] += [_scaled(t, rnn.count) for t in bwd]
-    launch = eff.launch_s if eff.launch_s is not None else eff.op_overhead_s
+    launch = launch_for(eff)
     for phase, kernels in (("forward", 2 * steps + 1), ("backward", 2 * steps + 3)):
         # the library's own launches inside the call, and the eager op that calls it
         fixed = rnn.count * (rnn.layers * rnn.directions * kernels * launch + overhead_for(eff, phase))

@@ -40,6 +40,7 @@ from advisor.estimator.roofline import (
     effective_dtype,
     efficiency_source,
     gemm_factor,
+    launch_for,
     overhead_for,
     peak_for,
     size_factor,
@@ -107,7 +108,7 @@ class OpTable:
     sort_idx: np.ndarray  # indices per sample an embedding gradient sorts (kernels.sorted_indices), 0: none
     sort_max: np.ndarray  # indices per call up to which it does not (kernels.sort_threshold)
     sort_bytes: float  # bytes per sorted index (Efficiency.index_sort)
-    sort_launch_s: np.ndarray  # device seconds per call of the sort's kernels
+    sort_launch_s: float  # device seconds per call of the sort's kernels
     transpose: np.ndarray  # bytes of NCHW transposes and padded channel copies at the profile's batch (all calls)
     pad: np.ndarray  # share of a padded convolution's tensor-core lanes that do real work (1: no padding)
     f_profile: np.ndarray  # FLOPs at the profile's batch
@@ -403,7 +404,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         sort_idx=part.sort_idx,
         sort_max=part.sort_max,
         sort_bytes=eff.index_sort.bytes_per_index if eff.index_sort is not None else 0.0,
-        sort_launch_s=np.full(len(part.sort_idx), _sort_launch_s(eff)),
+        sort_launch_s=eff.index_sort.kernels * launch_for(eff) if eff.index_sort is not None else 0.0,
         transpose=part.transpose,
         pad=part.pad,
         f_profile=part.f_profile,
@@ -421,13 +422,6 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         module_s=module_s,
         module_key=("block" if has_blocks else "before", "forward"),
     )
-
-
-def _sort_launch_s(eff: Efficiency) -> float:
-    """Device seconds of the kernels one embedding-gradient call launches for its index sort (0: no rule)."""
-    if eff.index_sort is None:
-        return 0.0
-    return eff.index_sort.kernels * (eff.launch_s if eff.launch_s is not None else eff.op_overhead_s)
 
 
 def _blocks(blocks: np.ndarray, device: Device, eff: Efficiency) -> np.ndarray:

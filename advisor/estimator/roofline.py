@@ -82,6 +82,11 @@ def peak_for(device: Device, dtype: str, category: str) -> tuple[float | None, s
     return device.vector_flops.get("fp32"), "vector"
 
 
+def launch_for(eff: Efficiency) -> float:
+    """Device time between kernels a library launches back to back (`launch_s`, else the per-op overhead)."""
+    return eff.launch_s if eff.launch_s is not None else eff.op_overhead_s
+
+
 def overhead_for(eff: Efficiency, phase: str | None) -> float:
     """Fixed cost of one op: the calibrated cost of its phase where there is one, else the family's figure."""
     return eff.phase_overhead_s.get(phase, eff.op_overhead_s) if phase else eff.op_overhead_s
@@ -292,8 +297,7 @@ def profile_op_time(
     sort_bytes, launches = kernels.index_sort_cost(op, eff.index_sort, batch, profile_batch or batch)
     if sort_bytes:  # an embedding gradient's index sort: separate kernels around the op
         extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + sort_bytes
-        launch = eff.launch_s if eff.launch_s is not None else eff.op_overhead_s
-        extra["fixed_s"] = overhead_for(eff, op.phase) * max(op.count, 1) + launches * launch
+        extra["fixed_s"] = overhead_for(eff, op.phase) * max(op.count, 1) + launches * launch_for(eff)
     if recurrent and op.category == "matrix":
         extra["cap_bytes"] = (op.bytes_read.per_sample + op.bytes_written.per_sample) * batch * scale
     t = op_time(

@@ -331,3 +331,16 @@ def test_default_precisions_skip_duplicates():
     cat = tiny_catalog()
     # no tf32 on the test device; bf16 present, so fp16-mixed (same rate) is not tried as well
     assert default_precisions(cat.devices["gpu-a"]) == ["fp32", "bf16-mixed"]
+
+
+def test_a_global_batch_past_4096_is_one_micro_batch_where_it_fits():
+    """A small model at a recommender's global batch of 2^20 trains it as one micro-batch when memory allows:
+    the search's micro-batches are not capped at 4,096 (there 256 micro-batches of 4,096 each paid a launch-bound
+    step, and a micro-batch of exactly 4,096 overflowed the search's packed index: an IndexError)."""
+    prof = Profile.model_validate(profile_data(activation_per_sample=1e3))  # 1 KB a sample: 2^20 is 1 GB
+    c = Constraints(precisions=["bf16-mixed"], global_batch=1 << 20)
+    rec = recommend(prof, tiny_catalog(), Workload(steps=1), c)
+    best = rec.options[0]
+    assert (best.micro_batch, best.accumulation, best.global_batch) == (1 << 20, 1, 1 << 20)
+    # one step of 2^20 samples at (1e12 + 2e12) FLOPs each: 3,145,728 s on gpu-a (1 TFLOP/s)
+    assert best.instance == "inst-a" and best.total_time_s == pytest.approx(3_145_728, rel=1e-6)

@@ -249,15 +249,21 @@ def _passes(setups: list[Setup], rows: np.ndarray, cache: dict | None) -> dict:
     table_ids = [id(s.table) for s in setups]
     distinct = list(dict.fromkeys(table_ids))
     table_of = np.asarray([distinct.index(t) for t in table_ids])[rows[:, 0]]
-    code = ((table_of * 4096 + rows[:, 7]) * 4096 + rows[:, 2]) * 4096 + rows[:, 5]  # (table, micro, tp, cp)
+    # (table, micro, tp, cp) packed into one integer, each field as wide as its largest value needs
+    bits = [max(1, int(rows[:, c].max()).bit_length()) for c in (7, 2, 5)]
+    if sum(bits) + max(1, len(distinct).bit_length()) > 62:
+        raise ValueError(f"search: micro-batches, tp and cp too large to index together ({bits} bits)")
+    b_micro, b_tp, b_cp = bits
+    code = (((table_of << b_micro) | rows[:, 7]) << b_tp | rows[:, 2]) << b_cp | rows[:, 5]
     present, index = np.unique(code, return_inverse=True)
     blocks = {w: [] for w in whats}
     for t, table_id in enumerate(distinct):
-        mine = present[(present >> 36) == t]
+        mine = present[(present >> (b_micro + b_tp + b_cp)) == t]
         if not mine.size:
             continue
         table = setups[table_ids.index(table_id)].table
-        micro, tp, cp = (mine >> 24) & 4095, (mine >> 12) & 4095, mine & 4095
+        micro = (mine >> (b_tp + b_cp)) & ((1 << b_micro) - 1)
+        tp, cp = (mine >> b_cp) & ((1 << b_tp) - 1), mine & ((1 << b_cp) - 1)
         key = ("search-passes", table_id, mine.tobytes())
         passes = cache.get(key) if cache is not None else None
         if passes is None:
@@ -281,7 +287,7 @@ def search_many(
     counts: list[list[int]],
     global_batch: int | None,
     cache: dict | None = None,
-    max_micro: int = 4096,
+    max_micro: int = 1 << 20,
     exhaustive: bool = False,
 ) -> Found:
     """Every layout × sharding × recomputation of each setup (one profile on several instances and

@@ -79,9 +79,17 @@ class GNMT(nn.Module):
         return self.classifier(x)
 
 
-def example_batch(batch_size, src, tgt):
-    # source and target tokens of each pair in one tensor; the labels are the target shifted by one
-    return torch.randint(0, VOCAB, (batch_size, src + tgt)), torch.randint(0, VOCAB, (batch_size, tgt))
+def entry_points(src: int, tgt: int, packed: int):
+    """A model file's build_model and example_batch for pairs of `src` source and `tgt` target positions."""
+
+    def build_model():
+        return GNMT(src, tgt, packed)
+
+    def example_batch(batch_size):
+        # source and target tokens of each pair in one tensor; the labels are the target shifted by one
+        return torch.randint(0, VOCAB, (batch_size, src + tgt)), torch.randint(0, VOCAB, (batch_size, tgt))
+
+    return build_model, example_batch
 
 
 def training_step(model, batch):

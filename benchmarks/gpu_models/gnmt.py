@@ -18,14 +18,6 @@ _spec.loader.exec_module(_gnmt)
 BATCH_SIZE = 128
 SRC, TGT = 25, 25
 
-
-def build_model():
-    return _gnmt.GNMT(SRC, TGT, packed=SRC)
-
-
-def example_batch(batch_size):
-    return _gnmt.example_batch(batch_size, SRC, TGT)
-
-
+build_model, example_batch = _gnmt.entry_points(SRC, TGT, packed=SRC)
 training_step = _gnmt.training_step
 make_optimizer = _gnmt.make_optimizer

@@ -22,14 +22,6 @@ BATCH_SIZE = 128
 SRC, TGT, PACKED = 31, 31, 26
 TOKENS_COUNTED = 50.36  # source + target tokens a pair as the rows count them (benchmarks/gnmt_padding.py)
 
-
-def build_model():
-    return _gnmt.GNMT(SRC, TGT, packed=PACKED)
-
-
-def example_batch(batch_size):
-    return _gnmt.example_batch(batch_size, SRC, TGT)
-
-
+build_model, example_batch = _gnmt.entry_points(SRC, TGT, packed=PACKED)
 training_step = _gnmt.training_step
 make_optimizer = _gnmt.make_optimizer

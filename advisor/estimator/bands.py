@@ -16,14 +16,13 @@ from __future__ import annotations
 import statistics
 
 from advisor.catalog.schema import AccuracyBand, Catalog, Device, Efficiency
+from advisor.estimator.roofline import CONV_OPS, SCATTERS
 from advisor.profiler.schema import Profile
 
 WIDEN = 1.5  # no validation data for the family (or the kind): the median band of the others, this much wider
 MIN_UNCOVERED = 0.25  # and never narrower than this
 TAIL = 2.0  # a band's worst run further off than this many bands (and MIN_UNCOVERED) is named beside it
 RNN_OPS = ("rnn", "lstm", "gru")
-CONV_OPS = ("aten.convolution", "aten.convolution_backward", "aten._convolution")
-GATHER_OPS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
 ATTENTION = "attention"
 
 
@@ -47,7 +46,7 @@ def workload_kind(profile: Profile) -> str:
         return "cnn"
     # embedding tables (the gradient a table's backward writes is as large as the table) holding most of the
     # parameters: gathers, scatters and the updates of whole tables dominate
-    tables = sum(o.bytes_written.at(b) for o in profile.ops if o.phase == "backward" and o.op in GATHER_OPS)
+    tables = sum(o.bytes_written.at(b) for o in profile.ops if o.phase == "backward" and o.op in SCATTERS)
     if tables > 0.5 * profile.memory.parameter_bytes:
         return "recommender"
     # attention: a fused kernel, or batched matmuls around a softmax (written out, or einsum)

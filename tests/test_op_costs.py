@@ -626,3 +626,48 @@ def test_an_embedding_gradient_sorts_its_indices_past_the_direct_kernel():
             for o in prof.ops
         ]
         assert got == pytest.approx(np.asarray(want), rel=1e-12)
+
+
+def test_an_embedding_lookup_takes_one_block_per_row():
+    """RowGather (the NVIDIA families' row_gather): PyTorch's CUDA lookup runs one thread block per looked-up row
+    and per 4,096 B of it, each block 160 clocks of one multiprocessor; short rows take the blocks' time, not the
+    bytes'. The scalar op cost and the vectorized op table agree with and without the rule."""
+    import numpy as np
+
+    from advisor import api
+    from advisor.estimator.parallel.tensor import roles
+    from advisor.estimator.passes import op_table, record_times
+    from advisor.estimator.roofline import STATE_INIT
+    from advisor.profiler.profile import profile_model
+
+    cat = api.catalog()
+    gpu = cat.devices["h100-sxm"]  # 132 SMs at 1.98 GHz
+    eff = cat.efficiency[gpu.efficiency].model_copy(update={"memory": EFF.memory})  # flat 0.5 of 3.35 TB/s
+    plain = eff.model_copy(update={"row_gather": None})
+    prof = profile_model(ROOT / "tests/models/tiny_recsys.py", batch_size=8, device="meta")
+    lookup = next(o for o in prof.ops if o.op == "aten.embedding")  # [1000, 16] fp32 table, [8] indices: 64 B rows
+    assert kernels.gather_blocks_per_byte(lookup, eff.row_gather, "fp32") == 1 / 64
+    # a 6,144 B row (1,536 fp32) takes ceil(6144 / 4096) = 2 blocks
+    wide = lookup.model_copy(update={"shapes": "[1000, 1536], [8]"})
+    assert kernels.gather_blocks_per_byte(wide, eff.row_gather, "fp32") == 2 / 6144
+    assert kernels.gather_blocks_per_byte(lookup, None, "fp32") == 0.0
+
+    def body(e, micro):
+        t = profile_op_time(lookup, gpu, e, prof.precision, "fp32", micro, 0.0, prof.batch_size)
+        return t.seconds - t.overhead_s
+
+    # 1,000,000 rows of 64 B: 1e6 blocks x 160 clocks / (132 SMs x 1.98e9 /s) = 612.18 us, where the bytes
+    # (64 MB written, 8 MB of indices and 64 MB of rows read: 136 MB at 1.675e12 B/s = 81.19 us) take less
+    assert body(eff, 1_000_000) == pytest.approx(1e6 * 160 / (132 * 1.98e9), rel=1e-9)
+    assert body(plain, 1_000_000) < 0.2 * body(eff, 1_000_000)
+    r = roles(prof, prof.structure)
+    for micro in (2, 2048, 1_000_000):
+        table = op_table(prof, r, gpu, eff, "fp32")
+        got = record_times(table, [micro], [1], [1], [False])["seconds"][0]
+        want = [
+            0.0
+            if o.phase == "optimizer" and o.op in STATE_INIT
+            else profile_op_time(o, gpu, eff, prof.precision, "fp32", micro, prof.bytes(micro), prof.batch_size).seconds
+            for o in prof.ops
+        ]
+        assert got == pytest.approx(np.asarray(want), rel=1e-12)

@@ -183,6 +183,7 @@ KERNEL_RULES = (
     "unaligned_gemm_flops_per_clock",
     "batch_norm_nchw",
     "index_sort",
+    "row_gather",
 )
 
 
@@ -216,6 +217,18 @@ class IndexSort(Strict):
         le=10**9,
         description="indices per call up to which aten.embedding_dense_backward sums straight into the table in "
         "one kernel, with no sort (0: it always sorts); embedding bags always sort",
+    )
+
+
+class RowGather(Strict):
+    """A lookup of table rows (aten.embedding's forward) as PyTorch's CUDA gather runs it: one thread block per
+    looked-up row and per `bytes_per_block` of it (vectorized_gather_kernel, ATen's IndexKernelUtils.cu: up to 256
+    threads, each moving one 16-byte vector). Short rows make a call as long as the multiprocessors take to start
+    and retire that many blocks, however few bytes they move."""
+
+    bytes_per_block: int = Field(4096, ge=16, le=1 << 20, description="bytes of a row one thread block moves")
+    sm_clocks_per_block: float = Field(
+        gt=0, le=1e5, description="clock cycles a multiprocessor takes per such block, start to retirement"
     )
 
 
@@ -351,10 +364,14 @@ class Efficiency(Strict):
     index_sort: IndexSort | None = Field(
         None, description="an embedding gradient sorts its indices first (None: priced as its recorded traffic)"
     )
+    row_gather: RowGather | None = Field(
+        None, description="an embedding lookup runs one thread block per row (None: priced as its recorded traffic)"
+    )
     kernel_rules: str | None = Field(
         None,
         description="id of a catalog efficiency profile whose kernel rules (KERNEL_RULES: tensor-core channel "
-        "alignment and padding, NCHW transposes, GEMM tiles and waves, unaligned GEMMs, NCHW batch norm) this one "
+        "alignment and padding, NCHW transposes, GEMM tiles and waves, unaligned GEMMs, NCHW batch norm, index sorts, "
+        "row gathers) this one "
         "follows where it sets none itself: a calibration measures rates on aligned, square work and takes the "
         "library's rules from the GPU's family",
     )

@@ -19,6 +19,9 @@ a profile record (op, shapes, layout) into adjustments of its roofline time, per
 - Batch norm on NCHW: where a channel's data does not fit on one multiprocessor, cuDNN gives each channel one
   thread block (`batch_norm_nchw`): a call takes the channel's elements over one block's rate, however few the
   channels and however fast the memory (a 32-channel layer at 112x112 uses 32 of an H200's 132 SMs).
+- Row gathers: an embedding lookup gives each looked-up row one thread block per 4 KB of it (`row_gather`), so
+  a lookup of short rows takes as long as the multiprocessors need to start and retire its blocks (an H200: 0.61 ns
+  a row for rows of 16 B to 1 KB alike, random or in order; 2 KB rows move at the memory rate).
 The shapes come from the profile record's `shapes` (taken at the profile's batch size); the batch dimension
 grows with the FLOPs when the estimate is for another micro-batch.
 """
@@ -284,6 +287,36 @@ def channel_block_work(op: OpRecord, device: Device, rule, batch: float) -> tupl
     backward = op.op in BN_BACKWARD
     rate = rule.backward_per_clock if backward else rule.forward_per_clock
     return ("backward" if backward else "forward", seconds * rate * device.boost_clock * op.count)
+
+
+GATHER_OPS = ("aten.embedding",)
+
+
+def gather_blocks_per_byte(op: OpRecord, rule, dtype: str) -> float:
+    """Thread blocks per byte a lookup record writes, under `rule` (Efficiency.row_gather): each output row of
+    width w bytes (the table's last dimension in `dtype`) takes ceil(w / bytes_per_block) blocks; 0 for other
+    records or without a rule."""
+    if rule is None or op.op not in GATHER_OPS:
+        return 0.0
+    shapes = parse_shapes(op.shapes)
+    if not shapes or not shapes[0]:
+        return 0.0
+    row = shapes[0][-1] * DTYPE_BYTES.get(dtype, 4)
+    return math.ceil(row / rule.bytes_per_block) / row if row > 0 else 0.0
+
+
+def block_seconds(device: Device, rule) -> float:
+    """Seconds the whole device takes per row-gather block: sm_clocks_per_block over sm_count multiprocessors
+    at the boost clock (0 without a rule or those figures)."""
+    if rule is None or not (device.sm_count and device.boost_clock):
+        return 0.0
+    return rule.sm_clocks_per_block / (device.sm_count * device.boost_clock)
+
+
+def row_gather_s(op: OpRecord, device: Device, rule, dtype: str, written: float) -> float:
+    """Least seconds of one call of a lookup record that writes `written` bytes (in `dtype`): its blocks
+    (`gather_blocks_per_byte`) at the device's block rate (`block_seconds`); 0 where no rule applies."""
+    return written * gather_blocks_per_byte(op, rule, dtype) * block_seconds(device, rule)
 
 
 def sorted_indices(op: OpRecord, rule, profile_batch: float) -> float:

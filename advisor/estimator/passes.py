@@ -116,6 +116,8 @@ class OpTable:
     split_k: np.ndarray  # GEMMs (not convolutions): the library may split a long reduction over idle slots
     slots: float  # tile slots of the device (sm_count × tiles per SM), 0: no wave quantization
     flops_cap: np.ndarray  # FLOP/s a GEMM on the library's unaligned kernels reaches at most (0: no limit)
+    gather: np.ndarray  # N × 2: row-gather blocks over all calls, fixed and per sample (0: none)
+    block_s: float  # device seconds per row-gather block (kernels.block_seconds)
     blocks: np.ndarray  # N × 3: batch norm on one block per channel (kernels.channel_block_s): elements per sample
     # and call, bytes per element of a channel's tensors, seconds per element (waves over a block's rate); 0: none
     channel_bytes_max: float  # a channel's bytes up to which batch norm runs at the memory rate instead
@@ -241,6 +243,7 @@ class _EffPart:
     wave: np.ndarray
     unaligned: np.ndarray
     blocks: np.ndarray
+    gather: np.ndarray  # N × 2: row-gather blocks over all calls, fixed and per sample (kernels.gather_blocks_per_byte)
     host_calls: np.ndarray
     fused: set
     step_bytes: tuple[float, float]
@@ -294,6 +297,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     wave = np.zeros((n, 3))
     unaligned = np.zeros(n, dtype=bool)
     blocks = np.zeros((n, 4))  # kernels.channel_blocks: spatial elements, channels, bytes per element, rate
+    gather = np.zeros((n, 2))
     norms = eff.batch_norm_nchw if eff.batch_norm_nchw is not None and not kernels.channels_last(profile) else None
     host_calls = np.array([float(profile.ops[r[0]].count) for r in rec.rows])
     batch = profile.batch_size
@@ -304,6 +308,10 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
             continue  # an fp8 cast row: plain memory traffic
         if norms is not None:
             blocks[j] = kernels.channel_blocks(op, norms, dtype) or (0, 0, 0, 0)
+        per_byte = kernels.gather_blocks_per_byte(op, eff.row_gather, dtype)
+        if per_byte:
+            per_byte *= byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
+            gather[j] = op.bytes_written.fixed * per_byte, op.bytes_written.per_sample * per_byte
         if not fused and phase != "optimizer" and op.op not in SCATTERS and not (category == "matrix" and kernel_data):
             continue
         if within(op.module, fused) or (phase == "optimizer" and op.op in STATE_INIT):
@@ -331,7 +339,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     values[:, 3] -= s_per
     return _EffPart(
         units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, curves, live, reuse, hot, values, s_fix, s_per,
-        sort_idx, sort_max, transpose, pad, f_profile, wave, unaligned, blocks, host_calls, fused,
+        sort_idx, sort_max, transpose, pad, f_profile, wave, unaligned, blocks, gather, host_calls, fused,
         (
             sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
             sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
@@ -413,6 +421,8 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         slots=slots,
         flops_cap=np.where(part.unaligned, kernels.unaligned_cap(device, eff), 0.0),
         blocks=_blocks(part.blocks, device, eff),
+        gather=part.gather,
+        block_s=kernels.block_seconds(device, eff.row_gather),
         channel_bytes_max=eff.batch_norm_nchw.channel_bytes_max if eff.batch_norm_nchw is not None else 0.0,
         tile=tuple(eff.gemm_tile) if eff.gemm_tile else (1, 1),
         host_op_s=eff.host_op_s or 0.0,
@@ -523,6 +533,9 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
         elements = table.blocks[:, 0] * micro * act
         floor = np.where(elements * table.blocks[:, 1] > table.channel_bytes_max, elements * table.blocks[:, 2], 0.0)
         body = np.maximum(body, floor)
+    if table.block_s and table.gather.any():  # an embedding lookup: one thread block per row
+        rows = (table.gather[:, 0] * weight + table.gather[:, 1] * micro * act) / table.calls
+        body = np.maximum(body, rows * table.block_s)
     serial = table.s_fix * weight + table.s_per * micro * act
     sorts = None
     if table.sort_idx.any():  # an embedding gradient's index sort, where its calls are past the unsorted kernel

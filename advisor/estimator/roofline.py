@@ -274,6 +274,7 @@ def profile_op_time(
     # in-place update never makes
     reuse = min(step_bytes, REUSE_CAP) if op.phase == "optimizer" else 0.0
     flops = op.flops.at(batch)
+    calls = max(op.count, 1)
     extra = {}
     if op.op in SCATTERS and op.op in eff.op_curves:
         # a gather's gradient: the zeroed table (what it writes) as plain memory traffic, then the scatter-add
@@ -294,6 +295,9 @@ def profile_op_time(
         }
     if eff.batch_norm_nchw is not None and not channels_last:
         extra["floor_s"] = kernels.channel_block_s(op, device, eff.batch_norm_nchw, dtype, batch)
+    gather_s = kernels.row_gather_s(op, device, eff.row_gather, dtype, op.bytes_written.at(batch) * scale / calls)
+    if gather_s:  # one thread block per looked-up row: short rows take the blocks' time, not the bytes'
+        extra["floor_s"] = max(extra.get("floor_s", 0.0), gather_s)
     sort_bytes, launches = kernels.index_sort_cost(op, eff.index_sort, batch, profile_batch or batch)
     if sort_bytes:  # an embedding gradient's index sort: separate kernels around the op
         extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + sort_bytes

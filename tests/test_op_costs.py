@@ -671,3 +671,45 @@ def test_an_embedding_lookup_takes_one_block_per_row():
             for o in prof.ops
         ]
         assert got == pytest.approx(np.asarray(want), rel=1e-12)
+
+
+def test_an_embedding_gradient_of_a_slice_is_copied_first():
+    """A lookup's gradient that arrives as a column slice (cat's backward) is not contiguous: PyTorch's embedding
+    backward copies it first. The profile marks such records 'strided' and the estimate adds the copy's traffic,
+    the same in the scalar op cost and the vectorized op table."""
+    import numpy as np
+
+    from advisor import api
+    from advisor.estimator.parallel.tensor import roles
+    from advisor.estimator.passes import op_table, record_times
+    from advisor.estimator.roofline import STATE_INIT
+    from advisor.profiler.profile import profile_model
+
+    cat = api.catalog()
+    gpu = cat.devices["h100-sxm"]
+    eff = cat.efficiency[gpu.efficiency].model_copy(update={"memory": EFF.memory})  # flat 0.5 of 3.35 TB/s
+    prof = profile_model(ROOT / "tests/models/tiny_recsys.py", batch_size=8, device="meta")
+    dense = next(o for o in prof.ops if o.op == "aten.embedding_dense_backward")  # [8, 16] fp32 slice of cat's grad
+    bag = next(o for o in prof.ops if o.op == "aten._embedding_bag_backward")  # the other half of it
+    assert dense.layout == "strided" and bag.layout == "strided"
+    # 2 x 16 x 4 B = 128 B a sample (read and written once)
+    assert kernels.strided_copy_bytes(dense, "fp32", 8) == 128.0
+    assert kernels.strided_copy_bytes(dense.model_copy(update={"layout": None}), "fp32", 8) == 0.0
+
+    def seconds(op, micro):
+        return profile_op_time(op, gpu, eff, prof.precision, "fp32", micro, 0.0, prof.batch_size).seconds
+
+    # micro-batch 1,000: 128,000 B more at 0.5 x 3.35e12 B/s = 76.418 ns
+    added = seconds(dense, 1000) - seconds(dense.model_copy(update={"layout": None}), 1000)
+    assert added == pytest.approx(128_000 / 1.675e12, rel=1e-9)
+    r = roles(prof, prof.structure)
+    for micro in (2, 1000, 8192):
+        table = op_table(prof, r, gpu, eff, "fp32")
+        got = record_times(table, [micro], [1], [1], [False])["seconds"][0]
+        want = [
+            0.0
+            if o.phase == "optimizer" and o.op in STATE_INIT
+            else profile_op_time(o, gpu, eff, prof.precision, "fp32", micro, prof.bytes(micro), prof.batch_size).seconds
+            for o in prof.ops
+        ]
+        assert got == pytest.approx(np.asarray(want), rel=1e-12)

@@ -22,6 +22,9 @@ a profile record (op, shapes, layout) into adjustments of its roofline time, per
 - Row gathers: an embedding lookup gives each looked-up row one thread block per 4 KB of it (`row_gather`), so
   a lookup of short rows takes as long as the multiprocessors need to start and retire its blocks (an H200: 0.61 ns
   a row for rows of 16 B to 1 KB alike, random or in order; 2 KB rows move at the memory rate).
+- Strided gradients: an embedding gradient whose incoming gradient is a column slice (cat's backward hands
+  on such views) is copied to a contiguous tensor before the kernel runs (`strided_copy_bytes`; PyTorch's
+  Embedding.cu and EmbeddingBag.cu, and the CPU kernels, call grad.contiguous()); the profile marks those records.
 The shapes come from the profile record's `shapes` (taken at the profile's batch size); the batch dimension
 grows with the FLOPs when the estimate is for another micro-batch.
 """
@@ -290,6 +293,18 @@ def channel_block_work(op: OpRecord, device: Device, rule, batch: float) -> tupl
 
 
 GATHER_OPS = ("aten.embedding",)
+
+
+def strided_copy_bytes(op: OpRecord, dtype: str, profile_batch: float) -> float:
+    """Bytes per sample, over all calls, of the copy a record makes of its non-contiguous first input before its
+    kernel runs (layout 'strided': the embedding gradient of a column slice, which PyTorch's kernels make
+    contiguous first): the input read and written once, in `dtype`; 0 for other records."""
+    if op.layout != "strided" or not profile_batch:
+        return 0.0
+    shapes = parse_shapes(op.shapes)
+    if not shapes or not shapes[0]:
+        return 0.0
+    return 2.0 * math.prod(shapes[0]) * DTYPE_BYTES.get(dtype, 4) * op.count / profile_batch
 
 
 def gather_blocks_per_byte(op: OpRecord, rule, dtype: str) -> float:

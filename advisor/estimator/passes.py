@@ -118,6 +118,7 @@ class OpTable:
     flops_cap: np.ndarray  # FLOP/s a GEMM on the library's unaligned kernels reaches at most (0: no limit)
     gather: np.ndarray  # N × 2: row-gather blocks over all calls, fixed and per sample (0: none)
     block_s: float  # device seconds per row-gather block (kernels.block_seconds)
+    copies: np.ndarray  # bytes per sample of copying a non-contiguous input first (0: none)
     blocks: np.ndarray  # N × 3: batch norm on one block per channel (kernels.channel_block_s): elements per sample
     # and call, bytes per element of a channel's tensors, seconds per element (waves over a block's rate); 0: none
     channel_bytes_max: float  # a channel's bytes up to which batch norm runs at the memory rate instead
@@ -244,6 +245,7 @@ class _EffPart:
     unaligned: np.ndarray
     blocks: np.ndarray
     gather: np.ndarray  # N × 2: row-gather blocks over all calls, fixed and per sample (kernels.gather_blocks_per_byte)
+    copies: np.ndarray  # bytes per sample of copying a non-contiguous input first (kernels.strided_copy_bytes)
     host_calls: np.ndarray
     fused: set
     step_bytes: tuple[float, float]
@@ -298,6 +300,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     unaligned = np.zeros(n, dtype=bool)
     blocks = np.zeros((n, 4))  # kernels.channel_blocks: spatial elements, channels, bytes per element, rate
     gather = np.zeros((n, 2))
+    copies = np.zeros(n)
     norms = eff.batch_norm_nchw if eff.batch_norm_nchw is not None and not kernels.channels_last(profile) else None
     host_calls = np.array([float(profile.ops[r[0]].count) for r in rec.rows])
     batch = profile.batch_size
@@ -323,6 +326,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
             s_fix[j], s_per[j] = op.bytes_written.fixed * scale_b, op.bytes_written.per_sample * scale_b
         sort_idx[j] = kernels.sorted_indices(op, eff.index_sort, batch)
         sort_max[j] = kernels.sort_threshold(op, eff.index_sort)
+        copies[j] = kernels.strided_copy_bytes(op, dtype, batch)
         if category == "matrix" and kernel_data:
             tensor = dtype not in kernels.TENSOR_CORE_DTYPES or kernels.tensor_cores(op, eff, dtype)
             if not tensor:
@@ -339,7 +343,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     values[:, 3] -= s_per
     return _EffPart(
         units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, curves, live, reuse, hot, values, s_fix, s_per,
-        sort_idx, sort_max, transpose, pad, f_profile, wave, unaligned, blocks, gather, host_calls, fused,
+        sort_idx, sort_max, transpose, pad, f_profile, wave, unaligned, blocks, gather, copies, host_calls, fused,
         (
             sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
             sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
@@ -422,6 +426,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         flops_cap=np.where(part.unaligned, kernels.unaligned_cap(device, eff), 0.0),
         blocks=_blocks(part.blocks, device, eff),
         gather=part.gather,
+        copies=part.copies,
         block_s=kernels.block_seconds(device, eff.row_gather),
         channel_bytes_max=eff.batch_norm_nchw.channel_bytes_max if eff.batch_norm_nchw is not None else 0.0,
         tile=tuple(eff.gemm_tile) if eff.gemm_tile else (1, 1),
@@ -537,6 +542,8 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
         rows = (table.gather[:, 0] * weight + table.gather[:, 1] * micro * act) / table.calls
         body = np.maximum(body, rows * table.block_s)
     serial = table.s_fix * weight + table.s_per * micro * act
+    if table.copies.any():
+        serial = serial + table.copies * micro * act
     sorts = None
     if table.sort_idx.any():  # an embedding gradient's index sort, where its calls are past the unsorted kernel
         indices = table.sort_idx * micro * act

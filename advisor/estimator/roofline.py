@@ -299,6 +299,9 @@ def profile_op_time(
     if gather_s:  # one thread block per looked-up row: short rows take the blocks' time, not the bytes'
         extra["floor_s"] = max(extra.get("floor_s", 0.0), gather_s)
     sort_bytes, launches = kernels.index_sort_cost(op, eff.index_sort, batch, profile_batch or batch)
+    copied = kernels.strided_copy_bytes(op, dtype, profile_batch or batch) * batch
+    if copied:  # its non-contiguous gradient made contiguous first: one more kernel's traffic
+        extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + copied
     if sort_bytes:  # an embedding gradient's index sort: separate kernels around the op
         extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + sort_bytes
         extra["fixed_s"] = overhead_for(eff, op.phase) * max(op.count, 1) + launches * launch_for(eff)

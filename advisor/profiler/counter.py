@@ -45,6 +45,10 @@ for _name in ("float8_e4m3fn", "float8_e5m2"):
 GATHERS = {"aten.embedding", "aten.index_select", "aten.gather", "aten.index", "aten._unsafe_index"}
 # Ops whose kernels depend on the memory layout of their input (cuDNN runs tensor-core convolutions in NHWC).
 LAYOUT_OPS = {"aten.convolution", "aten.convolution_backward", "aten._convolution"}
+# Ops that copy a non-contiguous first input to a contiguous one before their kernel runs (the embedding gradient
+# of a column slice, as cat's backward hands it on: PyTorch's kernels call grad.contiguous() in Embedding.cu and
+# EmbeddingBag.cu, and on the CPU).
+CONTIGUOUS_OPS = {"aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward"}
 RNN_MODES = {"LSTM", "GRU", "RNN_TANH", "RNN_RELU"}
 FREE_OPS = {"aten._unsafe_view", "aten.lift_fresh", "aten.alias", "aten.detach", "aten._reshape_alias"}
 # Ops that only allocate: their memory counts, but no kernel runs and no byte moves.
@@ -330,6 +334,8 @@ class Counter(TorchDispatchMode):
                 if isinstance(x, torch.Tensor) and x.dim() in (4, 5) and not x.is_contiguous():
                     fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
                     layout = "channels_last" if x.is_contiguous(memory_format=fmt) else layout
+        elif info.name in CONTIGUOUS_OPS and args and isinstance(args[0], torch.Tensor):
+            layout = "" if args[0].is_contiguous() else "strided"
         key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout)
         index = self.keys.get(key)
         if index is None:

@@ -92,7 +92,9 @@ class OpRecord(Strict):
     shapes: Text = Field("", description="input shapes at the default batch size, for display")
     uncounted: bool = Field(False, description="no FLOP formula is known for this op: flops are 0")
     layout: str | None = Field(
-        None, description="'channels_last' when a convolution's input is NHWC in memory; None for the default (NCHW)"
+        None,
+        description="'channels_last' when a convolution's input is NHWC in memory; 'strided' when an embedding "
+        "gradient's incoming gradient is not contiguous (the kernel copies it first); None for the default",
     )
 
 

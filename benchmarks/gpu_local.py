@@ -17,7 +17,9 @@ name matches (the datasheet figures and the family's efficiency data, what a use
 and writes DIR/validation.csv and the tables between the gpu-local markers of README.md. These rows are never
 fitted into anything: catalog/efficiency.yaml comes from published rows (benchmarks/fit_gpu.py) alone, and choices
 about the calibrated path may look at the TUNING families only. benchmarks/results/gpu-local holds the third of
-three runs on an H200 (2026-12-04) and runs.csv the timings of all three.
+three runs on an H200 (2026-12-04) and runs.csv the timings of all three; benchmarks/results/gpu-local-recheck a
+later `run --only recommender-fp32-b2048,ncf-fp16` on another H200 machine (report it with --dir after copying the
+calibration overlay beside it, with --no-write).
 """
 
 from __future__ import annotations

@@ -50,6 +50,21 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+def device_seconds(torch, fn, warmup: int = WARMUP, repeats: int = REPEATS) -> float:
+    """Median device time of `fn` by CUDA events around each call, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) / 1e3)
+    return statistics.median(times)
+
+
 def load_ncf():
     spec = importlib.util.spec_from_file_location("ncf_probe_model", NCF)
     mod = importlib.util.module_from_spec(spec)
@@ -183,18 +198,7 @@ def lookups(torch) -> list[dict]:
                 bwd = functools.partial(torch.ops.aten.embedding_dense_backward, grad, idx, num, -1, False)
 
                 row = {"dtype": str(dtype).split(".")[-1], "rows": num, "dim": dim, "indices": n}
-                for name, fn in (("forward_s", fwd), ("backward_s", bwd)):
-                    for _ in range(WARMUP):
-                        fn()
-                    times = []
-                    for _ in range(REPEATS):
-                        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                        a.record()
-                        fn()
-                        b.record()
-                        torch.cuda.synchronize()
-                        times.append(a.elapsed_time(b) / 1e3)
-                    row[name] = statistics.median(times)
+                row["forward_s"], row["backward_s"] = device_seconds(torch, fwd), device_seconds(torch, bwd)
                 if n == LOOKUPS[0]:  # host time per call: back to back, the host issuing ahead of the device
                     for name, fn in (("forward_host_s", fwd), ("backward_host_s", bwd)):
                         torch.cuda.synchronize()
@@ -225,16 +229,7 @@ def epoch_data(torch, positives: int, users: int, items: int, batch: int) -> flo
         order = torch.randperm(positives * 5, device="cuda")
         return [t.view(-1)[order].split(batch)[:-1] for t in data]
 
-    make()
-    times = []
-    for _ in range(3):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        make()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    return statistics.median(times)
+    return device_seconds(torch, make, warmup=1, repeats=3)
 
 
 GATHER_DIMS = (8, 32, 64, 128, 256, 512, 1024, 2048, 4096)  # fp16 rows of 16 B to 8 KB
@@ -246,19 +241,7 @@ def gathers(torch) -> list[dict]:
     indices, and aten.embedding_dense_backward of a contiguous and of a column-slice (non-contiguous) gradient:
     device time by CUDA events (median of 10 after 3 warm-ups)."""
 
-    def timed(fn) -> float:
-        for _ in range(WARMUP):
-            fn()
-        times = []
-        for _ in range(REPEATS):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            torch.cuda.synchronize()
-            times.append(a.elapsed_time(b) / 1e3)
-        return statistics.median(times)
-
+    timed = functools.partial(device_seconds, torch)
     rows, num = [], 100_000
     for dim in GATHER_DIMS:
         weight = torch.randn(num, dim, device="cuda", dtype=torch.float16)

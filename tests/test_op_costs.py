@@ -584,16 +584,36 @@ def test_mixed_precision_optimizer_updates_fp32_master_weights():
     assert profile_op_time(adam, CPU, EFF, "bf16", "bf16", 1).seconds == pytest.approx(210e-6)
 
 
+def assert_table_is_scalar(prof, device, eff, micros) -> None:
+    """The vectorized op table (passes.record_times) gives every record the seconds of the scalar
+    roofline.profile_op_time at each micro-batch of `micros`, fp32 on `device` under `eff`."""
+    import numpy as np
+
+    from advisor.estimator.parallel.tensor import roles
+    from advisor.estimator.passes import op_table, record_times
+    from advisor.estimator.roofline import STATE_INIT
+
+    r = roles(prof, prof.structure)
+    for micro in micros:
+        table = op_table(prof, r, device, eff, "fp32")
+        got = record_times(table, [micro], [1], [1], [False])["seconds"][0]
+        want = [
+            0.0
+            if o.phase == "optimizer" and o.op in STATE_INIT
+            else profile_op_time(
+                o, device, eff, prof.precision, "fp32", micro, prof.bytes(micro), prof.batch_size
+            ).seconds
+            for o in prof.ops
+        ]
+        assert got == pytest.approx(np.asarray(want), rel=1e-12)
+
+
 def test_an_embedding_gradient_sorts_its_indices_past_the_direct_kernel():
     """IndexSort (the NVIDIA families' index_sort): PyTorch's CUDA embedding backward radix-sorts its indices
     (304 B per index) in 28 extra kernels, except aten.embedding_dense_backward with at most 3,072 indices per
     call; the scalar op cost and the vectorized op table agree with and without the sort."""
-    import numpy as np
 
     from advisor import api
-    from advisor.estimator.parallel.tensor import roles
-    from advisor.estimator.passes import op_table, record_times
-    from advisor.estimator.roofline import STATE_INIT
     from advisor.profiler.profile import profile_model
 
     cat = api.catalog()
@@ -615,29 +635,15 @@ def test_an_embedding_gradient_sorts_its_indices_past_the_direct_kernel():
     assert extra(bag, 2048) == pytest.approx(2_490_368 / 1.675e12 + 28 * 3e-6, rel=1e-9)
     # micro-batch 4,096: the plain lookup sorts too: 304 x 4,096 = 1,245,184 B -> 0.74339 us + 84 us
     assert extra(dense, 4096) == pytest.approx(1_245_184 / 1.675e12 + 28 * 3e-6, rel=1e-9)
-    r = roles(prof, prof.structure)
-    for micro in (2, 2048, 4096):
-        table = op_table(prof, r, gpu, eff, "fp32")
-        got = record_times(table, [micro], [1], [1], [False])["seconds"][0]
-        want = [
-            0.0
-            if o.phase == "optimizer" and o.op in STATE_INIT
-            else profile_op_time(o, gpu, eff, prof.precision, "fp32", micro, prof.bytes(micro), prof.batch_size).seconds
-            for o in prof.ops
-        ]
-        assert got == pytest.approx(np.asarray(want), rel=1e-12)
+    assert_table_is_scalar(prof, gpu, eff, (2, 2048, 4096))
 
 
 def test_an_embedding_lookup_takes_one_block_per_row():
     """RowGather (the NVIDIA families' row_gather): PyTorch's CUDA lookup runs one thread block per looked-up row
     and per 4,096 B of it, each block 160 clocks of one multiprocessor; short rows take the blocks' time, not the
     bytes'. The scalar op cost and the vectorized op table agree with and without the rule."""
-    import numpy as np
 
     from advisor import api
-    from advisor.estimator.parallel.tensor import roles
-    from advisor.estimator.passes import op_table, record_times
-    from advisor.estimator.roofline import STATE_INIT
     from advisor.profiler.profile import profile_model
 
     cat = api.catalog()
@@ -660,29 +666,15 @@ def test_an_embedding_lookup_takes_one_block_per_row():
     # (64 MB written, 8 MB of indices and 64 MB of rows read: 136 MB at 1.675e12 B/s = 81.19 us) take less
     assert body(eff, 1_000_000) == pytest.approx(1e6 * 160 / (132 * 1.98e9), rel=1e-9)
     assert body(plain, 1_000_000) < 0.2 * body(eff, 1_000_000)
-    r = roles(prof, prof.structure)
-    for micro in (2, 2048, 1_000_000):
-        table = op_table(prof, r, gpu, eff, "fp32")
-        got = record_times(table, [micro], [1], [1], [False])["seconds"][0]
-        want = [
-            0.0
-            if o.phase == "optimizer" and o.op in STATE_INIT
-            else profile_op_time(o, gpu, eff, prof.precision, "fp32", micro, prof.bytes(micro), prof.batch_size).seconds
-            for o in prof.ops
-        ]
-        assert got == pytest.approx(np.asarray(want), rel=1e-12)
+    assert_table_is_scalar(prof, gpu, eff, (2, 2048, 1_000_000))
 
 
 def test_an_embedding_gradient_of_a_slice_is_copied_first():
     """A lookup's gradient that arrives as a column slice (cat's backward) is not contiguous: PyTorch's embedding
     backward copies it first. The profile marks such records 'strided' and the estimate adds the copy's traffic,
     the same in the scalar op cost and the vectorized op table."""
-    import numpy as np
 
     from advisor import api
-    from advisor.estimator.parallel.tensor import roles
-    from advisor.estimator.passes import op_table, record_times
-    from advisor.estimator.roofline import STATE_INIT
     from advisor.profiler.profile import profile_model
 
     cat = api.catalog()
@@ -702,14 +694,4 @@ def test_an_embedding_gradient_of_a_slice_is_copied_first():
     # micro-batch 1,000: 128,000 B more at 0.5 x 3.35e12 B/s = 76.418 ns
     added = seconds(dense, 1000) - seconds(dense.model_copy(update={"layout": None}), 1000)
     assert added == pytest.approx(128_000 / 1.675e12, rel=1e-9)
-    r = roles(prof, prof.structure)
-    for micro in (2, 1000, 8192):
-        table = op_table(prof, r, gpu, eff, "fp32")
-        got = record_times(table, [micro], [1], [1], [False])["seconds"][0]
-        want = [
-            0.0
-            if o.phase == "optimizer" and o.op in STATE_INIT
-            else profile_op_time(o, gpu, eff, prof.precision, "fp32", micro, prof.bytes(micro), prof.batch_size).seconds
-            for o in prof.ops
-        ]
-        assert got == pytest.approx(np.asarray(want), rel=1e-12)
+    assert_table_is_scalar(prof, gpu, eff, (2, 1000, 8192))

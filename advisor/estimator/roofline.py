@@ -304,7 +304,7 @@ def profile_op_time(
         extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + copied
     if sort_bytes:  # an embedding gradient's index sort: separate kernels around the op
         extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + sort_bytes
-        extra["fixed_s"] = overhead_for(eff, op.phase) * max(op.count, 1) + launches * launch_for(eff)
+        extra["fixed_s"] = overhead_for(eff, op.phase) * calls + launches * launch_for(eff)
     if recurrent and op.category == "matrix":
         extra["cap_bytes"] = (op.bytes_read.per_sample + op.bytes_written.per_sample) * batch * scale
     t = op_time(

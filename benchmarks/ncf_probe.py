@@ -326,14 +326,16 @@ def run(out: Path, only: str | None = None) -> None:
     (out / "ncf-probe.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
-# the probe's modes as advisor sees them: (the published rows' precision to profile at, precision to estimate at)
-AS_ESTIMATED = {"fp32": ("fp32", "fp32"), "o2": ("fp16-mixed", "fp16-mixed"), "autocast": ("fp32", "fp16-mixed")}
+# the probe's modes as advisor sees them, (profile, precision to estimate at): fp32 and O2 as the published rows
+# are profiled (benchmarks/published.py: O2 as a 16-bit model), autocast as a user who trains with it profiles
+# (`advisor profile --precision fp16-mixed`: autocast's casts recorded)
+AS_ESTIMATED = {"fp32": ("fp32", "fp32"), "o2": ("fp16-mixed", "fp16-mixed"), "autocast": ("autocast", "fp16-mixed")}
 
 
 def report(folder: Path, write: bool) -> str:
-    """The probe's steps estimated by advisor on the catalog device its GPU's name matches, as the published
-    rows are (benchmarks/published.py's profiles: the O2 mode as a 16-bit model), and its lookups against the
-    row-gather rule (catalog/efficiency.yaml, row_gather); written to DIR/report.txt."""
+    """The probe's steps estimated by advisor on the catalog device its GPU's name matches (profiled as
+    AS_ESTIMATED says), and its lookups against the row-gather rule (catalog/efficiency.yaml, row_gather); written
+    to DIR/report.txt."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import published
@@ -342,6 +344,7 @@ def report(folder: Path, write: bool) -> str:
     from advisor.catalog.lookup import find_device
     from advisor.catalog.schema import Efficiency
     from advisor.estimator import kernels
+    from advisor.profiler.profile import profile_model
 
     data = json.loads((folder / "ncf-probe.json").read_text())
     cat = api.catalog()
@@ -356,8 +359,15 @@ def report(folder: Path, write: bool) -> str:
     errors = []
     for step in data["steps"]:
         profiled, precision = AS_ESTIMATED[step["mode"]]
-        row = {"id": "ncf-probe", "model": "ncf", "optimizer": "adam", "precision": profiled}
-        prof = published.profile_for(row, None, profiles)
+        if profiled == "autocast":
+            if profiled not in profiles:
+                profiles[profiled] = profile_model(
+                    NCF, batch_size=8, device="meta", precision="fp16-mixed", optimizer="adam", name="ncf"
+                )
+            prof = profiles[profiled]
+        else:
+            row = {"id": "ncf-probe", "model": "ncf", "optimizer": "adam", "precision": profiled}
+            prof = published.profile_for(row, None, profiles)
         est = api.estimate(prof, device.id, count=1, precision=precision, micro_batch=step["batch"], cat=cat)
         error = est.step_time_s / step["step"] - 1
         errors.append(abs(error))

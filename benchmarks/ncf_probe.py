@@ -272,6 +272,11 @@ def gathers(torch) -> list[dict]:
 def run(out: Path, only: str | None = None) -> None:
     import torch
 
+    if not torch.cuda.is_available():
+        print(
+            "error: ncf_probe.py run needs a CUDA GPU and torch built for it; `report` runs anywhere", file=sys.stderr
+        )
+        sys.exit(2)
     out.mkdir(parents=True, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -346,7 +351,11 @@ def report(folder: Path, write: bool) -> str:
     from advisor.estimator import kernels
     from advisor.profiler.profile import profile_model
 
-    data = json.loads((folder / "ncf-probe.json").read_text())
+    source = folder / "ncf-probe.json"
+    if not source.is_file():
+        print(f"error: {source} not found: give --dir a folder that `run` wrote", file=sys.stderr)
+        sys.exit(2)
+    data = json.loads(source.read_text())
     cat = api.catalog()
     device = find_device(cat, data["device"].removeprefix("NVIDIA "))
     eff = cat.efficiency[device.efficiency]
@@ -411,7 +420,7 @@ def report(folder: Path, write: bool) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--out", type=Path, default=OUT)

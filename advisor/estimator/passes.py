@@ -309,12 +309,11 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
         op = profile.ops[i]
         if name != op.op:
             continue  # an fp8 cast row: plain memory traffic
+        scale_b = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0  # the record's bytes in `dtype`
         if norms is not None:
             blocks[j] = kernels.channel_blocks(op, norms, dtype) or (0, 0, 0, 0)
-        per_byte = kernels.gather_blocks_per_byte(op, eff.row_gather, dtype)
-        if per_byte:
-            per_byte *= byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
-            gather[j] = op.bytes_written.fixed * per_byte, op.bytes_written.per_sample * per_byte
+        per_byte = kernels.gather_blocks_per_byte(op, eff.row_gather, dtype) * scale_b
+        gather[j] = op.bytes_written.fixed * per_byte, op.bytes_written.per_sample * per_byte
         if not fused and phase != "optimizer" and op.op not in SCATTERS and not (category == "matrix" and kernel_data):
             continue
         if within(op.module, fused) or (phase == "optimizer" and op.op in STATE_INIT):
@@ -322,7 +321,6 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
             continue
         reuse[j] = phase == "optimizer"
         if op.op in SCATTERS and op.op in eff.op_curves:
-            scale_b = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
             s_fix[j], s_per[j] = op.bytes_written.fixed * scale_b, op.bytes_written.per_sample * scale_b
         sort_idx[j] = kernels.sorted_indices(op, eff.index_sort, batch)
         sort_max[j] = kernels.sort_threshold(op, eff.index_sort)

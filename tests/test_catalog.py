@@ -136,6 +136,23 @@ def test_a_familys_gemm_share_is_the_median_of_its_measured_cards(catalog):
     assert catalog.efficiency["nvidia-ampere"].gemm_share == pytest.approx(0.8035, abs=0.001)
 
 
+def test_a_familys_fp32_gemm_share_is_the_median_of_its_measured_cards(catalog):
+    """The same for fp32 GEMMs on the CUDA cores (Ampere: A100 SXM 0.984, A100 PCIe 0.901, RTX 3090 0.696,
+    RTX A6000 0.618 -> (0.696 + 0.901) / 2 = 0.7985); every card with an fp32 figure has a tensor one from the
+    same table, and no share is above the fp32 peak."""
+    import statistics
+
+    measured: dict[str, list[float]] = {}
+    for dev in catalog.devices.values():
+        if dev.fp32_gemm_share:
+            assert dev.gemm_share and dev.fp32_gemm_share <= 1.0, dev.id
+            measured.setdefault(dev.efficiency, []).append(dev.fp32_gemm_share)
+    assert set(measured) == {f"nvidia-{f}" for f in ("volta", "turing", "ampere", "ada", "hopper", "blackwell")}
+    for family, shares in measured.items():
+        assert catalog.efficiency[family].fp32_gemm_share == pytest.approx(statistics.median(shares), abs=0.001)
+    assert catalog.efficiency["nvidia-ampere"].fp32_gemm_share == pytest.approx(0.7985, abs=0.001)
+
+
 def test_no_bf16_on_volta_and_turing(catalog):
     for dev_id in ("v100-sxm2-32gb", "t4"):
         assert "bf16" not in catalog.devices[dev_id].dtypes()

@@ -695,3 +695,48 @@ def test_an_embedding_gradient_of_a_slice_is_copied_first():
     added = seconds(dense, 1000) - seconds(dense.model_copy(update={"layout": None}), 1000)
     assert added == pytest.approx(128_000 / 1.675e12, rel=1e-9)
     assert_table_is_scalar(prof, gpu, eff, (2, 1000, 8192))
+
+
+def test_an_fp32_gemm_on_the_cuda_cores_runs_at_its_measured_share():
+    """fp32_gemm_share: an fp32 GEMM on a GPU's CUDA cores reads the tensor-core curve at its own speed
+    (matrix_reference) and runs at the device's (else the family's) measured fp32 share over the family's
+    tensor share; 16-bit GEMMs and convolutions keep their rates, and the op table agrees with the scalar cost."""
+    curve = [
+        {"min_size": 0, "efficiency": 0.2},
+        {"min_size": 3e8, "efficiency": 0.2},
+        {"min_size": 1e9, "efficiency": 0.8},
+    ]
+    gpu = CPU.model_copy(
+        update={
+            "kind": "gpu",
+            "matrix_flops": CPU.matrix_flops.model_copy(update={"fp16": 8e13}),
+            "vector_flops": CPU.vector_flops.model_copy(update={"fp32": 1e13}),
+            "fp32_gemm_share": 0.9,
+        }
+    )
+    eff = with_(matrix=curve, matrix_reference="fp16", gemm_share=0.8, fp32_gemm_share=0.72)
+
+    def seconds(device, e, dtype="fp32", op="aten.mm"):
+        return op_time(device, e, 2e8, 0.0, 1, "matrix", dtype, phase="forward", op=op).seconds
+
+    # 2e8 FLOPs take 20 us at the 1e13 fp32 peak, the time of 1.6e9 fp16 FLOPs: eta 0.8. The card measured 0.9
+    # of its fp32 peak where the family's curves stand for 0.8 of the tensor peak: 1e13 x 0.9 / 0.8 = 1.125e13,
+    # 2e8 / (1.125e13 x 0.8) = 22.222 us + 10 us overhead
+    assert seconds(gpu, eff) == pytest.approx(32.2222e-6, rel=1e-5)
+    # a card without its own figure takes the family's 0.72: 2e8 / (0.9e13 x 0.8) = 27.778 us + 10 us
+    plain = gpu.model_copy(update={"fp32_gemm_share": None})
+    assert seconds(plain, eff) == pytest.approx(37.7778e-6, rel=1e-5)
+    # no figures at all: the curve's rate, 2e8 / (1e13 x 0.8) = 25 us + 10 us
+    assert seconds(plain, with_(matrix=curve, matrix_reference="fp16")) == pytest.approx(35e-6)
+    # an fp16 GEMM stays on the tensor cores at eta 0.2 (2e8 FLOPs): 2e8 / (8e13 x 0.2) = 12.5 us + 10 us
+    assert seconds(gpu, eff, dtype="fp16") == pytest.approx(22.5e-6)
+    # a convolution reads the curve as it stands: 2e8 / (1e13 x 0.2) = 100 us + 10 us
+    assert seconds(gpu, eff, op="aten.convolution") == pytest.approx(110e-6)
+
+    from advisor import api
+    from advisor.profiler.profile import profile_model
+
+    cat = api.catalog()
+    v100 = cat.devices["v100-sxm2-16gb"]
+    prof = profile_model(ROOT / "tests/models/tiny_gpt.py", batch_size=4, device="meta")
+    assert_table_is_scalar(prof, v100, cat.efficiency[v100.efficiency], (1, 64, 4096))

@@ -103,6 +103,15 @@ class Device(Strict):
         "the tensor-core rate the family's matrix curves assume (a card that runs at its datasheet rate, or a "
         "power-limited one below it)",
     )
+    fp32_gemm_share: float | None = Field(
+        None,
+        gt=0,
+        le=1.5,
+        description="GPUs: the best fp32 GEMM rate measured on this device without TF32 (square torch.matmul on "
+        "the CUDA cores, the best of several sizes) over its datasheet fp32 vector peak, measured beside "
+        "`gemm_share`; fp32 GEMMs run at this share over the family's `gemm_share` times the rate its matrix "
+        "curves give",
+    )
     tensorcores_per_chip: int | None = Field(
         None, ge=1, le=16, description="TPUs: TensorCores per chip (slice names count cores for v2-v4 and v5p)"
     )
@@ -259,6 +268,13 @@ class Efficiency(Strict):
         description="the measured best-shape GEMM share (devices' `gemm_share`) the matrix curves assume: the "
         "median of the family's measured devices; a device with its own figure runs its tensor cores at "
         "device / family times the curves' rate",
+    )
+    fp32_gemm_share: float | None = Field(
+        None,
+        gt=0,
+        le=1.5,
+        description="the fp32 GEMM share (devices' `fp32_gemm_share`) of a device of this family without a figure "
+        "of its own: the median of the family's measured devices",
     )
     matrix_reference: str | None = Field(
         None,

@@ -37,6 +37,7 @@ from advisor.estimator.roofline import (
     STATE_INIT,
     OpTime,
     byte_scale,
+    cuda_core_factor,
     effective_dtype,
     efficiency_source,
     gemm_factor,
@@ -358,8 +359,14 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     factors = {unit: size_factor(device, eff, unit[0], peaks[unit]) for unit in peaks}
     tensor = gemm_factor(device, eff)  # the device's tensor cores against its family's curves
     peaks = {unit: peaks[unit] * tensor if where == "matrix" else peaks[unit] for unit, (_, where) in runs_on.items()}
-    peak = np.array([0.0 if unit is None else peaks[unit] for unit in part.units]) if n else np.zeros(0)
+    cores = {unit: cuda_core_factor(device, eff, unit[0], where) for unit, (_, where) in runs_on.items()}
     gemm = np.array([r[3] not in CONV_OPS for r in rec.rows], dtype=bool)  # convolutions neither rescale nor split
+    peak = np.array(
+        [
+            0.0 if u is None else peaks[u] * (cores[u] if g and r[1] == "matrix" else 1.0)
+            for u, r, g in zip(part.units, rec.rows, gemm, strict=True)
+        ]
+    )
     size_scale = np.array(
         [
             factors[u] if u is not None and r[1] == "matrix" and g else 1.0

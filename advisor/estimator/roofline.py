@@ -131,6 +131,19 @@ def gemm_factor(device: Device, eff: Efficiency) -> float:
     return 1.0
 
 
+def cuda_core_factor(device: Device, eff: Efficiency, dtype: str, unit: str) -> float:
+    """How much faster (or slower) an fp32 GEMM on a GPU's CUDA cores (`unit` "vector") runs than the family's
+    matrix curve read at its own speed (`size_factor`) gives: the fp32 GEMM share measured on the device (else
+    the family's) over the tensor-core share the curves assume, both from the same benchmark. 1 where a figure
+    is missing, for other dtypes and units, and where the dtype has a calibrated curve of its own."""
+    if unit != "vector" or canonical_dtype(dtype) not in ("fp32", "tf32") or not eff.matrix_reference:
+        return 1.0
+    share = device.fp32_gemm_share or eff.fp32_gemm_share
+    if not share or not eff.gemm_share or matrix_curve(eff, dtype) is not eff.matrix:
+        return 1.0
+    return share / eff.gemm_share
+
+
 def size_factor(device: Device, eff: Efficiency, dtype: str, peak: float | None) -> float:
     """How many FLOPs of the family's reference dtype (`matrix_reference`) take the time of one FLOP of a GEMM
     that runs at `peak` (1: same speed or faster, no reference, or a curve measured for its own dtype): the
@@ -224,6 +237,8 @@ def op_time(
             scale = size_factor(device, eff, dtype, peak) if category == "matrix" and op not in CONV_OPS else 1.0
             if unit == "matrix":
                 peak *= gemm_factor(device, eff)
+            elif category == "matrix" and op not in CONV_OPS:
+                peak *= cuda_core_factor(device, eff, dtype, unit)
             eta = compute_efficiency(eff, category, dtype, f_call, op, b_cap, scale) * eta_scale
             t_cmp = f_call / (peak * eta)
             if flops_cap > 0:

@@ -740,3 +740,39 @@ def test_an_fp32_gemm_on_the_cuda_cores_runs_at_its_measured_share():
     v100 = cat.devices["v100-sxm2-16gb"]
     prof = profile_model(ROOT / "tests/models/tiny_gpt.py", batch_size=4, device="meta")
     assert_table_is_scalar(prof, v100, cat.efficiency[v100.efficiency], (1, 64, 4096))
+
+
+def test_an_optimizer_update_measured_on_cold_data_is_looked_up_at_the_whole_step():
+    """roofline.reuse_cap: an optimizer update finds its data where the whole last step left it. The memory curve
+    past a few MB measures fresh allocations, so the lookup stops at REUSE_CAP (8 MB); an op whose own curve has
+    a point measured in place past COLD_BYTES (64 MB a call, `advisor calibrate`'s cold point) is looked up at the
+    step's whole traffic. The op table agrees with the scalar cost."""
+    from advisor.estimator.roofline import COLD_BYTES, REUSE_CAP
+
+    update = record(op="aten.add_", phase="optimizer", category="memory", nbytes=0.0)
+    update = update.model_copy(update={"bytes_read": Linear(fixed=1e6)})  # 1 MB a step, whatever the batch
+
+    def seconds(last: float, step_bytes: float) -> float:
+        curve = [{"min_size": 0, "efficiency": 1.0}, {"min_size": 1e6, "efficiency": 1.0}]
+        eff = with_(op_curves={"aten.add_": [*curve, {"min_size": last, "efficiency": 0.25}]})
+        return profile_op_time(update, CPU, eff, "fp32", "fp32", 1, step_bytes).seconds
+
+    # cold point at 2e8 B, step of 1e9 B: looked up at 1e9, flat past 2e8 at 0.25: 1e6 / (1e10 x 0.25) = 400 us,
+    # + 10 us overhead
+    assert COLD_BYTES <= 2e8
+    assert seconds(2e8, 1e9) == pytest.approx(410e-6)
+    # the curve's last point at 1.2e7 B (in cache, no cold point): looked up at REUSE_CAP = 8e6, between 1e6 (1.0)
+    # and 1.2e7 (0.25) on a power law: 8^(ln 0.25 / ln 12) = 0.31346, 1e6 / (1e10 x 0.31346) = 319.02 us + 10 us
+    assert REUSE_CAP == 8e6
+    assert seconds(1.2e7, 1e9) == pytest.approx(329.02e-6, rel=1e-4)
+    # a step smaller than the cold point's size is looked up where it is: 1e8 B, 1e8 / 1e6 = 100 of 200, 0.25 ^
+    # (ln 100 / ln 200) = 0.29971: 1e6 / (1e10 x 0.29971) = 333.65 us + 10 us
+    assert seconds(2e8, 1e8) == pytest.approx(343.65e-6, rel=1e-4)
+
+    from advisor.calibration.ops import INPLACE
+    from advisor.profiler.profile import profile_model
+
+    prof = profile_model(ROOT / "tests/models/tiny_mlp.py", batch_size=4, device="cpu", repeats=0)
+    cold = {op: [{"min_size": 0, "efficiency": 0.5}, {"min_size": 2e8, "efficiency": 0.1}] for op in INPLACE}
+    assert any(o.phase == "optimizer" and o.op in INPLACE for o in prof.ops)
+    assert_table_is_scalar(prof, CPU, with_(op_curves=cold), (1, 4096, 1_000_000))  # steps of ~1e3 .. 1e9 B

@@ -20,6 +20,11 @@ from advisor.calibration.bench import Clock, alternate
 # fit in a server's last-level cache; larger fresh outputs would be mmap'ed by glibc on every call (beyond its
 # 32 MiB threshold), a cost the add memory curve (up to 128 MiB) already carries.
 SIZES = (1 << 8, 1 << 12, 1 << 16, 1 << 19, 1 << 21)
+# The optimizer's in-place updates, once more on 64 MiB tensors: a step's updates find their data where the rest of
+# the step left it, out of every cache, and an in-place op allocates nothing, so this point is the memory's
+# streaming rate for them (roofline.reuse_cap looks the optimizer up there). Two sets of three such tensors.
+INPLACE = ("aten.mul_", "aten.add_", "aten.addcmul_", "aten.addcdiv_", "aten.lerp_")
+COLD_SIZE = 1 << 24
 # Gradients of gathers: a zeroed table of the weight's size (written), then a scatter-add of the gathered rows
 # (read). The table is costed as memory traffic, the scatter by its own curve over the bytes it reads.
 SCATTERS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
@@ -225,7 +230,7 @@ def measure(
     out: dict[str, list[tuple[float, float, float]]] = {}
     sizes = SIZES[:3:2] if quick else SIZES
     for name, make in _cases(device):
-        for n in sizes:
+        for n in (*sizes, COLD_SIZE) if name in INPLACE and not quick else sizes:
             fns = [make(n) for _ in range(2)]
             hits = [(f, b, w) for op, f, b, w in _counted(fns[0]) if op == name]
             if len(hits) != 1:

@@ -32,7 +32,6 @@ from advisor.estimator.fused import recurrent_modules, replaced_modules, rnn_tim
 from advisor.estimator.parallel.tensor import Roles
 from advisor.estimator.roofline import (
     CONV_OPS,
-    REUSE_CAP,
     SCATTERS,
     STATE_INIT,
     OpTime,
@@ -44,6 +43,7 @@ from advisor.estimator.roofline import (
     launch_for,
     overhead_for,
     peak_for,
+    reuse_cap,
     size_factor,
     within,
 )
@@ -101,7 +101,8 @@ class OpTable:
     op_curve: np.ndarray  # index into `curves` of the op's own measured curve by bytes per call (-1: none)
     min_s: np.ndarray  # least body time of one call
     live: np.ndarray  # 0 for records a steady-state step on this device does not run
-    reuse: np.ndarray  # optimizer records: data last touched a whole step ago
+    reuse: np.ndarray  # optimizer records (data last touched a whole step ago): how far the step's traffic is
+    # looked up (roofline.reuse_cap); 0: not an optimizer record
     hot: np.ndarray  # GEMMs of a recurrent layer run step by step: their weights come from the cache
     step_bytes: tuple[float, float]  # bytes of one step: fixed, per sample
     s_fix: np.ndarray  # serial bytes (separate kernels: a scatter's zeroed table), fixed and per sample
@@ -294,7 +295,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
         (c == "matrix" and n == profile.ops[i].op and within(profile.ops[i].module, stepped)
          for i, c, _d, n, _p in rec.rows), dtype=bool, count=len(rec.rows),
     )  # fmt: skip
-    live, reuse = np.ones(n), np.zeros(n, dtype=bool)
+    live, reuse = np.ones(n), np.zeros(n)
     s_fix, s_per, transpose, f_profile, sort_idx, sort_max = (np.zeros(n) for _ in range(6))
     pad = np.ones(n)
     wave = np.zeros((n, 3))
@@ -320,7 +321,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
         if within(op.module, fused) or (phase == "optimizer" and op.op in STATE_INIT):
             live[j], host_calls[j] = 0.0, 0.0
             continue
-        reuse[j] = phase == "optimizer"
+        reuse[j] = reuse_cap(eff, op.op) if phase == "optimizer" else 0.0
         if op.op in SCATTERS and op.op in eff.op_curves:
             s_fix[j], s_per[j] = op.bytes_written.fixed * scale_b, op.bytes_written.per_sample * scale_b
         sort_idx[j] = kernels.sorted_indices(op, eff.index_sort, batch)
@@ -502,8 +503,8 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     nbytes = table.b_fix * weight + table.b_per * micro * act
     f_call, b_call = flops / table.calls, nbytes / table.calls
     # memory efficiency by the bytes of a call, or for the optimizer by the whole step's (capped) traffic
-    moved = np.minimum(table.step_bytes[0] + table.step_bytes[1] * micro, REUSE_CAP)
-    b_look = np.where(table.reuse, np.maximum(b_call, moved), b_call)
+    moved = np.minimum(table.step_bytes[0] + table.step_bytes[1] * micro, table.reuse)
+    b_look = np.where(table.reuse > 0, np.maximum(b_call, moved), b_call)
     t_mem = np.where(b_call > 0, b_call / (table.bandwidth * _at(table.memory_curve, b_look)), 0.0)
     eta = np.broadcast_to(table.eta, f_call.shape).copy()
     intensity = f_call / np.where(b_call > 0, b_call, 1.0)

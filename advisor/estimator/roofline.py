@@ -93,6 +93,19 @@ def overhead_for(eff: Efficiency, phase: str | None) -> float:
 
 
 REUSE_CAP = 8e6  # bytes: data touched once per step is looked up as cold at this size, no larger
+COLD_BYTES = 64e6  # bytes a call: an op curve measured past this has timed data streamed from memory
+
+
+def reuse_cap(eff: Efficiency, op: str) -> float:
+    """How far an optimizer update's reuse distance (the whole step's traffic) may be looked up on its curve.
+    The memory curve past a few MB measures fresh allocations (glibc maps each one anew), which an in-place
+    update never makes: REUSE_CAP. An op whose own curve was measured on data streamed from memory (in place,
+    past COLD_BYTES a call: `advisor calibrate`'s cold point) is looked up at the whole distance: the cache
+    holds none of what the last step touched."""
+    curve = eff.op_curves.get(op)
+    return float("inf") if curve and curve[-1].min_size >= COLD_BYTES else REUSE_CAP
+
+
 # Optimizer-phase ops that only the first step runs (creating its state): a steady-state step has none.
 STATE_INIT = ("aten.zeros_like", "aten.zeros", "aten.empty_like", "aten.empty", "aten.full_like", "aten.clone")
 SCATTERS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
@@ -285,9 +298,7 @@ def profile_op_time(
     dtype = effective_dtype(op.dtype, op.category, profiled, precision, op.phase)
     scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
     nbytes = (op.bytes_read.at(batch) + op.bytes_written.at(batch)) * scale
-    # capped: past a few MB the memory curve measures fresh allocations (glibc maps each one anew), which an
-    # in-place update never makes
-    reuse = min(step_bytes, REUSE_CAP) if op.phase == "optimizer" else 0.0
+    reuse = min(step_bytes, reuse_cap(eff, op.op)) if op.phase == "optimizer" else 0.0
     flops = op.flops.at(batch)
     calls = max(op.count, 1)
     extra = {}

@@ -740,6 +740,12 @@ def test_an_fp32_gemm_on_the_cuda_cores_runs_at_its_measured_share():
     v100 = cat.devices["v100-sxm2-16gb"]
     prof = profile_model(ROOT / "tests/models/tiny_gpt.py", batch_size=4, device="meta")
     assert_table_is_scalar(prof, v100, cat.efficiency[v100.efficiency], (1, 64, 4096))
+    # the estimate says so: the V100's 0.896 over Volta's 0.759 = 1.18; Volta's curve top 0.671 x 1.1805 = 0.792
+    notes = api.estimate(prof, "v100-sxm2-16gb", precision="fp32", micro_batch=4, global_batch=4, cat=cat).assumptions
+    line = next(n for n in notes if "CUDA cores" in n)
+    assert "at 1.18 x" in line and "share 0.896" in line and "top 0.792 of the fp32 peak" in line
+    mixed = api.estimate(prof, "v100-sxm2-16gb", precision="fp16-mixed", micro_batch=4, global_batch=4, cat=cat)
+    assert not any("CUDA cores" in n for n in mixed.assumptions)
 
 
 def test_an_optimizer_update_measured_on_cold_data_is_looked_up_at_the_whole_step():

@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from advisor.estimator.config import Config
 from advisor.estimator.layout import Layout
+from advisor.estimator.roofline import cuda_core_factor, peak_for
 from advisor.estimator.setup import Setup
 from advisor.vocab import COMPUTE_DTYPE
 
@@ -91,6 +92,16 @@ def assumptions(setup: Setup, config: Config, peak: float) -> list[str]:
         f"memory reserve {eff.memory_reserve_bytes / 1e9:.3g} GB + {100 * eff.memory_reserve_fraction:.3g} % of "
         "capacity (context, workspaces, fragmentation)",
     ]
+    _, unit = peak_for(device, dtype, "matrix")
+    cores = cuda_core_factor(device, eff, dtype, unit)
+    if cores != 1.0:
+        share = device.fp32_gemm_share or eff.fp32_gemm_share
+        whose = "this device's" if device.fp32_gemm_share else f"{eff.id}'s median"
+        out.append(
+            f"{dtype} GEMMs on the CUDA cores at {cores:.3g} x the matrix curve's rate: {whose} measured fp32 GEMM "
+            f"share {share:g} over the tensor share {eff.gemm_share:g} the curve assumes (top "
+            f"{eff.matrix[-1].efficiency * cores:.3g} of the fp32 peak)"
+        )
     if config.world > 1:
         link = []
         if fabric.intra_bw is not None and fabric.domain > 1:

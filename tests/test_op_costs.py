@@ -782,3 +782,33 @@ def test_an_optimizer_update_measured_on_cold_data_is_looked_up_at_the_whole_ste
     cold = {op: [{"min_size": 0, "efficiency": 0.5}, {"min_size": 2e8, "efficiency": 0.1}] for op in INPLACE}
     assert any(o.phase == "optimizer" and o.op in INPLACE for o in prof.ops)
     assert_table_is_scalar(prof, CPU, with_(op_curves=cold), (1, 4096, 1_000_000))  # steps of ~1e3 .. 1e9 B
+
+
+def test_a_multi_tensor_update_reads_its_single_tensor_forms_curve():
+    """roofline.own_curve: the optimizers' `_foreach` updates (what a profile on CUDA or meta records) take the
+    measured curve of their single-tensor form, the cold point included (aten._foreach_add_ -> aten.add_; an
+    in-place form measured only out of place -> that: _foreach_div_ -> aten.div); ops without one keep none."""
+    from advisor.estimator.roofline import own_curve
+
+    curves = {
+        "aten.add_": [{"min_size": 0, "efficiency": 1.0}, {"min_size": 1e6, "efficiency": 1.0},
+                      {"min_size": 2e8, "efficiency": 0.25}],
+        "aten.div": [{"min_size": 0, "efficiency": 0.5}],
+    }  # fmt: skip
+    eff = with_(op_curves=curves)
+    assert own_curve(eff, "aten._foreach_add_") is eff.op_curves["aten.add_"]
+    assert own_curve(eff, "aten._foreach_div_") is eff.op_curves["aten.div"]
+    assert own_curve(eff, "aten._foreach_norm") is None and own_curve(eff, None) is None
+    # the same 1 MB update as one multi-tensor call, a step of 1e9 B: the cold point's 0.25, 1e6 / (1e10 x 0.25)
+    # = 400 us + 10 us overhead, as for aten.add_ (the test above)
+    update = record(op="aten._foreach_add_", phase="optimizer", category="vector", nbytes=0.0)
+    update = update.model_copy(update={"bytes_read": Linear(fixed=1e6)})
+    assert profile_op_time(update, CPU, eff, "fp32", "fp32", 1, 1e9).seconds == pytest.approx(410e-6)
+
+    from advisor.calibration.ops import INPLACE
+    from advisor.profiler.profile import profile_model
+
+    prof = profile_model(ROOT / "tests/models/tiny_mlp.py", batch_size=4, device="meta")
+    assert any(o.op.startswith("aten._foreach_") for o in prof.ops)
+    cold = {op: [{"min_size": 0, "efficiency": 0.5}, {"min_size": 2e8, "efficiency": 0.1}] for op in INPLACE}
+    assert_table_is_scalar(prof, CPU, with_(op_curves=cold), (1, 4096, 1_000_000))

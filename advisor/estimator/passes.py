@@ -42,6 +42,7 @@ from advisor.estimator.roofline import (
     gemm_factor,
     launch_for,
     overhead_for,
+    own_curve,
     peak_for,
     reuse_cap,
     size_factor,
@@ -274,7 +275,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
         key = (category, dtype, name, phase)
         constants = family_constants.get(key)
         if constants is None:
-            own = eff.op_curves.get(name) if name else None
+            own = own_curve(eff, name)
             constant, matrix, conv_steps, cap_steps, factor = efficiency_source(eff, category, dtype, name)
             constants = family_constants[key] = (
                 None if category == "memory" else (dtype, "vector" if own else category),

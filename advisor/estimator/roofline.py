@@ -96,13 +96,30 @@ REUSE_CAP = 8e6  # bytes: data touched once per step is looked up as cold at thi
 COLD_BYTES = 64e6  # bytes a call: an op curve measured past this has timed data streamed from memory
 
 
+FOREACH = "aten._foreach_"
+
+
+def own_curve(eff: Efficiency, op: str | None):
+    """The op's own measured curve (calibrated `op_curves`), or None. A multi-tensor update (the optimizers'
+    `_foreach` path, what a profile on CUDA or meta records) reads its single-tensor form's: the same work per
+    element over every tensor of its list (aten._foreach_add_ -> aten.add_; _foreach_div_, measured out of place
+    only, -> aten.div)."""
+    if not op:
+        return None
+    curve = eff.op_curves.get(op)
+    if curve is None and op.startswith(FOREACH):
+        single = "aten." + op[len(FOREACH) :]
+        curve = eff.op_curves.get(single) or eff.op_curves.get(single.rstrip("_"))
+    return curve
+
+
 def reuse_cap(eff: Efficiency, op: str) -> float:
     """How far an optimizer update's reuse distance (the whole step's traffic) may be looked up on its curve.
     The memory curve past a few MB measures fresh allocations (glibc maps each one anew), which an in-place
     update never makes: REUSE_CAP. An op whose own curve was measured on data streamed from memory (in place,
     past COLD_BYTES a call: `advisor calibrate`'s cold point) is looked up at the whole distance: the cache
     holds none of what the last step touched."""
-    curve = eff.op_curves.get(op)
+    curve = own_curve(eff, op)
     return float("inf") if curve and curve[-1].min_size >= COLD_BYTES else REUSE_CAP
 
 
@@ -233,7 +250,7 @@ def op_time(
     f_call, b_call = flops / calls, nbytes / calls
     b_look = max(b_call, reuse_bytes)
     overhead = overhead_for(eff, phase) * calls if fixed_s is None else fixed_s
-    curve = eff.op_curves.get(op) if op else None
+    curve = own_curve(eff, op)
     if curve:
         # a measured op: its own roofline at the device's peaks, over the efficiency measured at this size
         peak, unit = peak_for(device, dtype, "vector")

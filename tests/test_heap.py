@@ -97,3 +97,22 @@ def test_page_faults_cost_the_calibrated_first_touch_rate_on_a_cpu():
 
     assert step(faulting, "epyc-9654", catalog) == pytest.approx(step(prof, "epyc-9654", catalog))
     assert step(faulting, "a100-80gb-sxm", priced) == pytest.approx(step(prof, "a100-80gb-sxm", priced))
+
+
+def test_a_cpu_estimate_of_a_profile_made_elsewhere_says_what_it_leaves_out():
+    """A profile made on meta (or CUDA) has no allocation replay and records the GPU's multi-tensor optimizer:
+    estimated on a CPU it says so and how to get both counted; one made on the CPU does not; a GPU estimate of
+    the meta profile does not either."""
+    from advisor import api
+
+    meta = api.profile_from("lstm")
+    assert meta.device != "cpu" and meta.memory.step_fault_bytes is None
+    cpu_made = meta.model_copy(update={"device": "cpu"})
+
+    def told(prof, hardware: str) -> bool:
+        est = api.estimate(prof, hardware, precision="fp32", micro_batch=8, global_batch=8)
+        return any(n.startswith(f"profiled on {prof.device}, estimated on a CPU") for n in est.assumptions)
+
+    assert told(meta, "epyc-9654")
+    assert not told(cpu_made, "epyc-9654")
+    assert not told(meta, "a100-80gb-sxm")

@@ -119,3 +119,20 @@ def test_gnmt_rows_count_fewer_tokens_than_the_padded_batch_computes(published):
     # benchmarks/results/gnmt-padding.txt, central case: 25.70 + 24.66 tokens counted a pair, 31 + 31 computed
     assert published.counted("gnmt_wmt16", "TOKENS_COUNTED") == pytest.approx(50.36)
     assert published.counted("transformer_xl_base", "TOKENS_COUNTED") is None
+
+
+def test_a_rows_id_names_the_precision_it_ran(rows):
+    """An id's precision suffix matches its precision field, whatever table the row is listed in: Lambda's fp16
+    table holds four NCF cells whose logs print `amp : False` (fp32 with TF32 matmuls), kept as `lambda-ncf-*-tf32`
+    rows. The ids are written by hand; a row relabelled without its id (or the reverse) fails here."""
+    suffix = {"fp16": "fp16-mixed", "amp": "fp16-mixed", "tf32": "tf32", "fp32": "fp32"}
+    checked = 0
+    for r in rows:
+        last = r["id"].rsplit("-", 1)[-1]
+        if last in suffix:
+            assert r["precision"] == suffix[last], r["id"]
+            checked += 1
+    # every Lambda row ends in its precision: 89 v1 + 25 v2
+    assert checked >= 114
+    ran_fp32 = sorted(r["hardware"] for r in rows if r["id"].startswith("lambda-ncf-") and r["precision"] == "tf32")
+    assert ran_fp32 == ["a100-80gb-pcie", "a100-80gb-sxm", "h100-pcie", "h100-sxm"]

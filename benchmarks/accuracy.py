@@ -1,16 +1,19 @@
 """Measured vs predicted training-step time on this machine's CPU, calibrated and from datasheet figures, on
 model families the estimator was not tuned on, at one thread and at torch's default thread count.
 
-    python benchmarks/accuracy.py [--threads 1,2] [--only NAME,...] [--wait-quiet MINUTES] [--no-write]
+    python benchmarks/accuracy.py [--threads 1,2] [--only NAME,...] [--processes N] [--wait-quiet MINUTES]
+                                  [--no-write]
 
 For each thread count:
 1. Calibrates the CPU (as `advisor calibrate` does) into benchmarks/results/calibration-cpu-<n>t.yaml.
 2. Writes a datasheet-style entry for the same CPU (benchmarks/results/datasheet-cpu.yaml): peak = cores x fp32
    FLOPs per cycle (lscpu flags) x the /proc/cpuinfo clock, bandwidth = the catalog's EPYC 9654 per core, the
    shipped x86-cpu efficiencies: what advisor says about this CPU without calibrating it.
-3. For each model of benchmarks/models at two batch sizes: times real fp32 training steps in a fresh Python
-   process, as a user's training starts (the median of 7 after 3 warm-up steps; one thread on the process's CPU
-   clock, more threads on the wall clock), counting the memory each step faults in, and estimates the same
+3. For each model of benchmarks/models at two batch sizes: times real fp32 training steps in three fresh Python
+   processes one after another (--processes), as a user's training starts (in each, 7 steps after 3 warm-up ones:
+   one thread the median on the process's CPU clock, more threads each phase's fastest on the wall clock; the row
+   takes the median over the processes and records their spread), counting the memory each step faults in, and
+   estimates the same
    step on both entries.
 The models are split by family: TUNING families (and the calibration's own nets) are the only ones any
 efficiency figure or model decision may be fitted on; REPORT families are reported. Writes
@@ -57,6 +60,7 @@ REPORT = [
 ]
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 PHASES = ("forward", "backward", "optimizer")
+PROCESSES = 3  # fresh processes timed per row; the row takes their median
 
 
 def load() -> float:
@@ -130,16 +134,24 @@ def calibrate(path: Path) -> tuple[float, list[str]]:
     return m.seconds, m.warnings
 
 
-def measure(path: Path, batch: int, threads: int) -> dict[str, float]:
-    """measure_here in a fresh Python process, as a user's training or `advisor validate` starts: in this
-    long-lived one, what a step faults in depends on what ran before it (glibc malloc's thresholds for handing
-    freed memory back to the OS grow with the blocks already freed); one in-process run measured the
-    recommender at 0 MB per step, fresh processes at 38-51 MB."""
+def measure(path: Path, batch: int, threads: int, processes: int = PROCESSES) -> dict[str, float]:
+    """measure_here in `processes` fresh Python processes, one after another, as a user's training or `advisor
+    validate` starts: in this long-lived one, what a step faults in depends on what ran before it (glibc malloc's
+    thresholds for handing freed memory back to the OS grow with the blocks already freed); one in-process run
+    measured the recommender at 0 MB per step, fresh processes at 38-51 MB. Each figure is the median over the
+    processes, and "spread" is (slowest - fastest) / median of their step totals: on this shared VM one process
+    has measured the recommender's step at 1,024 at 47.3 ms where the three runs before measured 33-36 ms."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", str(path), str(batch), str(threads)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"timing {path.name} at batch {batch} failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    runs = []
+    for _ in range(processes):
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"timing {path.name} at batch {batch} failed:\n{done.stderr[-2000:]}")
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    out = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+    totals = [sum(r[p] for p in PHASES) for r in runs]
+    out["spread"] = (max(totals) - min(totals)) / statistics.median(totals)
+    return out
 
 
 def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
@@ -173,7 +185,9 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
     return {**out, "faults": fault_bytes(faults) or 0.0, "median_step": typical}
 
 
-def run_threads(threads: int, cases, profiles: dict, reuse: Path | None) -> tuple[list[dict], dict]:
+def run_threads(
+    threads: int, cases, profiles: dict, reuse: Path | None, processes: int = PROCESSES
+) -> tuple[list[dict], dict]:
     import torch
 
     from advisor import api
@@ -195,9 +209,10 @@ def run_threads(threads: int, cases, profiles: dict, reuse: Path | None) -> tupl
             profiles[(name, batch)] = profile_model(path, batch_size=batch, device="cpu", precision="fp32", repeats=0)
         prof = profiles[(name, batch)]
         before = load()
-        t = measure(path, batch, threads)
+        t = measure(path, batch, threads, processes)
         fault_bytes = t.pop("faults")
         median_step = t.pop("median_step")
+        spread = t.pop("spread")
         measured = sum(t.values())
         cal = api.estimate(prof, "local-cpu", precision="fp32", micro_batch=batch, cat=cat)
         # what the estimate priced of the step's page faults: the profile's replay at the calibrated rate
@@ -212,6 +227,7 @@ def run_threads(threads: int, cases, profiles: dict, reuse: Path | None) -> tupl
             "threads": threads,
             "load": round(before, 2),
             "measured_s": measured,
+            "process_spread": spread,
             **{f"measured_{p}_s": t[p] for p in PHASES},
             "calibrated_s": cal.step_time_s,
             **{f"calibrated_{p}_s": cal.phases[p].seconds for p in PHASES},
@@ -245,12 +261,14 @@ def summary(rows: list[dict], key: str) -> tuple[float, float]:
 
 def table(rows: list[dict]) -> list[str]:
     lines = [
-        "| set | model | batch | load | measured | faults (meas. / replay) | calibrated | error | datasheet | error |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| set | model | batch | load | measured | spread | faults (meas. / replay) | calibrated | error | datasheet "
+        "| error |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['set']} | {r['model']} | {r['batch']} | {r['load']:.1f} | {r['measured_s'] * 1e3:.1f} ms | "
+            f"{r['process_spread']:.0%} | "
             f"{r['page_fault_mb']:.0f} / {r['replayed_fault_mb']:.0f} MB | {r['calibrated_s'] * 1e3:.1f} ms | "
             f"{r['calibrated_error']:+.0%} | "
             f"{r['datasheet_s'] * 1e3:.1f} ms | {r['datasheet_error']:+.0%} |"
@@ -262,7 +280,8 @@ def markdown(all_rows: list[dict], metas: list[dict], info: dict) -> str:
     from advisor.profiler.device import cpu_name
 
     lines = [
-        f"Measured on {cpu_name()} ({info['date']}, fp32, the models' own optimizers, median of 7 steps after 3; "
+        f"Measured on {cpu_name()} ({info['date']}, fp32, the models' own optimizers, 7 steps after 3 in each of "
+        f"{info['processes']} fresh processes, the median over the processes; "
         f"benchmark wall time {info['wall_s']:.0f} s). The load column is the 1-minute load average when the "
         "row was measured, the benchmark's own threads included: rows above about 1 (one thread) or 2 (two "
         "threads) shared the machine with other work.",
@@ -293,6 +312,11 @@ def markdown(all_rows: list[dict], metas: list[dict], info: dict) -> str:
                     f"replayed page faults {um:.0%} and {ux:.0%}{typical}); datasheet-style median {dm:.0%}, max "
                     f"{dx:.0%} ({len(group)} runs)"
                 )
+        spreads = sorted(r["process_spread"] for r in rows)
+        lines.append(
+            f"- spread between the {info['processes']} processes of a row (slowest - fastest over median): median "
+            f"{statistics.median(spreads):.0%}, max {spreads[-1]:.0%} ({len(rows)} rows)"
+        )
         lines += ["", *table(rows), ""]
     return "\n".join(lines).rstrip()
 
@@ -345,6 +369,9 @@ def main() -> None:
     parser.add_argument("--wait-quiet", type=float, default=0.0, help="wait up to this many minutes for load < 1")
     parser.add_argument("--no-write", action="store_true", help="print only: no CSV, bands or README")
     parser.add_argument(
+        "--processes", type=int, default=PROCESSES, help=f"fresh processes timed per row (default {PROCESSES})"
+    )
+    parser.add_argument(
         "--measure", nargs=3, metavar=("MODEL_FILE", "BATCH", "THREADS"), help="internal: time one model, print JSON"
     )
     args = parser.parse_args()
@@ -368,10 +395,10 @@ def main() -> None:
     profiles: dict = {}
     all_rows, metas = [], []
     for n in counts:
-        rows, meta = run_threads(n, cases, profiles, args.calibration)
+        rows, meta = run_threads(n, cases, profiles, args.calibration, args.processes)
         all_rows += rows
         metas.append(meta)
-    info = {"date": dt.date.today().isoformat(), "wall_s": time.perf_counter() - start}
+    info = {"date": dt.date.today().isoformat(), "wall_s": time.perf_counter() - start, "processes": args.processes}
     text = markdown(all_rows, metas, info)
     print(text)
     if args.no_write or only:

@@ -8,7 +8,8 @@ import pytest
 from conftest import ROOT, assert_user_error, run_cli
 from test_calibrate import write_user_overlay
 
-from advisor.calibration.validate import rows
+from advisor.calibration.validate import rows, spread_note
+from advisor.profiler.schema import Timing
 
 
 def test_rows_errors_by_phase_and_total():
@@ -20,6 +21,25 @@ def test_rows_errors_by_phase_and_total():
     assert out[1].error == pytest.approx(-0.1)  # (0.18 - 0.2) / 0.2
     assert out[3].measured_s == pytest.approx(0.4) and out[3].predicted_s == pytest.approx(0.39)
     assert out[3].error == pytest.approx(-0.025)  # (0.39 - 0.4) / 0.4
+
+
+def timing(median: float, fastest: float | None, slowest: float | None) -> Timing:
+    return Timing(device_name="cpu", batch_size=8, warmup=3, repeats=7, step_time_s=median,
+                  step_fastest_s=fastest, step_slowest_s=slowest)  # fmt: skip
+
+
+def test_the_timed_steps_spread_and_when_it_is_worth_a_note():
+    # 7 steps of 40-46 ms around a 42 ms median: (46 - 40) / 42 = 0.142857
+    spread, note = spread_note(timing(0.042, 0.040, 0.046), -0.10)
+    assert spread == pytest.approx(6 / 42)
+    assert "40-46 ms, 14% of the median" in note and "(-10%) is inside that scatter" in note
+    # the same steps, an error larger than the scatter
+    assert "(+20%) is beyond that scatter" in spread_note(timing(0.042, 0.040, 0.046), 0.20)[1]
+    # steps 41.0-42.5 ms: (42.5 - 41) / 42 = 0.0357 < 0.05, recorded without a note
+    spread, note = spread_note(timing(0.042, 0.041, 0.0425), 0.30)
+    assert spread == pytest.approx(1.5 / 42) and note is None
+    # a profile made before steps' extremes were recorded
+    assert spread_note(timing(0.042, None, None), 0.0) == (None, None)
 
 
 def test_without_calibration_says_to_calibrate(tmp_path):
@@ -60,6 +80,7 @@ def test_validate_prints_measured_predicted_and_error(tmp_path):
     assert total["phase"] == "total"
     assert total["measured_s"] > 0 and total["predicted_s"] > 0
     assert total["error"] == pytest.approx((total["predicted_s"] - total["measured_s"]) / total["measured_s"])
+    assert out["step_spread"] is not None and out["step_spread"] >= 0
 
 
 def test_a_fresh_48_mib_buffer_per_step_is_48_mib_of_page_faults():

@@ -33,10 +33,31 @@ class Validation(BaseModel):
     page_fault_s: float | None = Field(
         None, description="what those faults cost at this machine's measured first-touch rate; not estimated"
     )
+    step_spread: float | None = Field(
+        None, description="(slowest - fastest) / median of the timed steps: how far this run's own steps scatter"
+    )
     notes: list[str] = []
 
 
 FAULT_NOTE_SHARE = 0.05  # page faults worth a note: 5 % of the measured step or more
+SPREAD_NOTE = 0.05  # step scatter worth a note: 5 % of the median step or more
+
+
+def spread_note(timing, error: float) -> tuple[float | None, str | None]:
+    """(the timed steps' spread, a note on it where it is SPREAD_NOTE or more), from a profile's Timing; (None,
+    None) for a profile that did not record its fastest and slowest step."""
+    fast, slow, median = timing.step_fastest_s, timing.step_slowest_s, timing.step_time_s
+    if fast is None or slow is None or median <= 0:
+        return None, None
+    spread = (slow - fast) / median
+    if spread < SPREAD_NOTE:
+        return spread, None
+    within = "inside" if abs(error) <= spread else "beyond"
+    return spread, (
+        f"the {timing.repeats} timed steps took {fast * 1e3:.3g}-{slow * 1e3:.3g} ms, {spread:.0%} of the median "
+        f"apart; the total's error ({error:+.0%}) is {within} that scatter (on a shared or busy machine, run it "
+        "again or with more --repeats before reading an error that size as the estimate's)"
+    )
 
 
 def first_touch_s_per_byte(size: int = 64 << 20, repeats: int = 7) -> float:
@@ -156,14 +177,19 @@ def validate(
             replayed = prof.memory.step_fault_bytes
             counted = max(0.0, replayed.at(batch_size)) if replayed and eff.first_touch_bandwidth else None
             notes.append(fault_note(t.page_fault_bytes, fault_s, step, counted))
+    compared = rows(measured, predicted)
+    spread, note = spread_note(t, compared[-1].error)
+    if note:
+        notes.append(note)
     return Validation(
         model=prof.name,
         device=ident,
         batch_size=batch_size,
         precision=precision,
         threads=torch.get_num_threads() if dev == "cpu" else None,
-        rows=rows(measured, predicted),
+        rows=compared,
         page_fault_bytes=t.page_fault_bytes,
         page_fault_s=fault_s,
+        step_spread=spread,
         notes=notes,
     )

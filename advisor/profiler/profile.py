@@ -223,6 +223,8 @@ def time_steps(
         warmup=warmup,
         repeats=repeats,
         step_time_s=statistics.median(sum(p) for p in phases),
+        step_fastest_s=min(sum(p) for p in phases),
+        step_slowest_s=max(sum(p) for p in phases),
         forward_s=statistics.median(p[0] for p in phases),
         backward_s=statistics.median(p[1] for p in phases),
         optimizer_s=statistics.median(p[2] for p in phases),

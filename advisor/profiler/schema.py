@@ -197,6 +197,8 @@ class Timing(Strict):
     warmup: Count
     repeats: Count
     step_time_s: NonNegative = Field(description="median of the timed steps")
+    step_fastest_s: NonNegative | None = Field(None, description="the fastest timed step (absent in older profiles)")
+    step_slowest_s: NonNegative | None = Field(None, description="the slowest timed step (absent in older profiles)")
     forward_s: NonNegative | None = None
     backward_s: NonNegative | None = None
     optimizer_s: NonNegative | None = None

@@ -13,8 +13,7 @@ For each thread count:
    processes one after another (--processes), as a user's training starts (in each, 7 steps after 3 warm-up ones:
    one thread the median on the process's CPU clock, more threads each phase's fastest on the wall clock; the row
    takes the median over the processes and records their spread), counting the memory each step faults in, and
-   estimates the same
-   step on both entries.
+   estimates the same step on both entries.
 The models are split by family: TUNING families (and the calibration's own nets) are the only ones any
 efficiency figure or model decision may be fitted on; REPORT families are reported. Writes
 benchmarks/results/accuracy-cpu.csv, catalog/accuracy-cpu.yaml (the error bands estimates of calibrated and

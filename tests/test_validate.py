@@ -8,7 +8,7 @@ import pytest
 from conftest import ROOT, assert_user_error, run_cli
 from test_calibrate import write_user_overlay
 
-from advisor.calibration.validate import rows, spread_note
+from advisor.calibration.validate import Validation, combine, rows, spread_note
 from advisor.profiler.schema import Timing
 
 
@@ -40,6 +40,34 @@ def test_the_timed_steps_spread_and_when_it_is_worth_a_note():
     assert spread == pytest.approx(1.5 / 42) and note is None
     # a profile made before steps' extremes were recorded
     assert spread_note(timing(0.042, None, None), 0.0) == (None, None)
+
+
+def one_run(forward: float, backward: float, faults: float, notes: list[str]) -> Validation:
+    measured = {"forward": forward, "backward": backward, "optimizer": 0.001}
+    predicted = {"forward": 0.010, "backward": 0.020, "optimizer": 0.001}
+    return Validation(model="m", device="local-cpu", batch_size=8, precision="fp32", threads=2,
+                      rows=rows(measured, predicted), page_fault_bytes=faults, step_spread=0.02,
+                      notes=notes)  # fmt: skip
+
+
+def test_runs_in_fresh_processes_combine_as_their_median():
+    step_note = "the 7 timed steps took 30-33 ms, 10% of the median apart; ..."
+    fault_note = "page faults: 38 MB per step came back from the OS, ..."
+    out = combine([one_run(0.012, 0.020, 38e6, [fault_note, step_note]), one_run(0.010, 0.022, 51e6, []),
+                   one_run(0.011, 0.030, 44e6, [])])  # fmt: skip
+    # phase medians: forward 11 ms, backward 22 ms, optimizer 1 ms; total 34 ms against 31 ms predicted
+    assert [r.measured_s for r in out.rows] == pytest.approx([0.011, 0.022, 0.001, 0.034])
+    assert out.rows[-1].error == pytest.approx((0.031 - 0.034) / 0.034)  # -8.8 %
+    assert out.page_fault_bytes == 44e6 and out.runs == 3
+    # run totals 33, 33 and 42 ms: (42 - 33) / 33 = 0.2727
+    assert out.run_spread == pytest.approx(9 / 33)
+    assert out.notes[0] == fault_note and step_note not in out.notes
+    assert (
+        "the 3 runs measured 33-42 ms a step, 27% of their median apart; the total's error (-9%) is inside"
+        in (out.notes[-1])
+    )
+    single = one_run(0.012, 0.020, 38e6, [])
+    assert combine([single]) is single
 
 
 def test_without_calibration_says_to_calibrate(tmp_path):
@@ -81,6 +109,20 @@ def test_validate_prints_measured_predicted_and_error(tmp_path):
     assert total["measured_s"] > 0 and total["predicted_s"] > 0
     assert total["error"] == pytest.approx((total["predicted_s"] - total["measured_s"]) / total["measured_s"])
     assert out["step_spread"] is not None and out["step_spread"] >= 0
+    assert out["runs"] == 1 and "run_spread" not in out  # None fields are left out of JSON
+
+
+def test_validate_runs_fresh_processes_and_reports_their_median(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    write_user_overlay(tmp_path)
+    args = ["validate", str(ROOT / "tests/models/tiny_mlp.py"), "-b", "4", "--repeats", "2", "--threads", "1"]
+    result = run_cli(*args, "--runs", "2", "--format", "json", env=env)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["runs"] == 2 and out["run_spread"] >= 0 and "run 2 of 2" in result.stderr
+    phases, total = out["rows"][:3], out["rows"][3]
+    assert total["measured_s"] == pytest.approx(sum(r["measured_s"] for r in phases))
+    assert_user_error(run_cli(*args, "--runs", "0", env=env), "--runs")
 
 
 def test_a_fresh_48_mib_buffer_per_step_is_48_mib_of_page_faults():

@@ -36,6 +36,10 @@ class Validation(BaseModel):
     step_spread: float | None = Field(
         None, description="(slowest - fastest) / median of the timed steps: how far this run's own steps scatter"
     )
+    runs: int = Field(1, description="fresh processes timed (--runs); the measured figures are their median")
+    run_spread: float | None = Field(
+        None, description="(slowest - fastest) / median of the runs' measured totals; None for one run"
+    )
     notes: list[str] = []
 
 
@@ -57,6 +61,48 @@ def spread_note(timing, error: float) -> tuple[float | None, str | None]:
         f"the {timing.repeats} timed steps took {fast * 1e3:.3g}-{slow * 1e3:.3g} ms, {spread:.0%} of the median "
         f"apart; the total's error ({error:+.0%}) is {within} that scatter (on a shared or busy machine, run it "
         "again or with more --repeats before reading an error that size as the estimate's)"
+    )
+
+
+def combine(runs: list[Validation]) -> Validation:
+    """One validation from several fresh processes' (`advisor validate --runs N`): each phase's measured time,
+    the page faults and the in-process spread are the median over the runs; the prediction is the same in
+    every run and is kept; run_spread is how far the runs' totals lie apart, and its note replaces the
+    per-run spread notes (a process that faults more or lands on a busier moment moves its whole step)."""
+    import statistics
+
+    first = runs[0]
+    if len(runs) == 1:
+        return first
+    measured = {p: statistics.median(next(r for r in v.rows if r.phase == p).measured_s for v in runs) for p in PHASES}
+    predicted = {r.phase: r.predicted_s for r in first.rows}
+    compared = rows(measured, predicted)
+    totals = [v.rows[-1].measured_s for v in runs]
+    middle = statistics.median(totals)
+    spread = (max(totals) - min(totals)) / middle if middle > 0 else 0.0
+
+    def median_of(values):
+        known = [x for x in values if x is not None]
+        return statistics.median(known) if known else None
+
+    notes = [n for n in first.notes if "timed steps took" not in n]
+    if spread >= SPREAD_NOTE:
+        error = compared[-1].error
+        within = "inside" if abs(error) <= spread else "beyond"
+        notes.append(
+            f"the {len(runs)} runs measured {min(totals) * 1e3:.3g}-{max(totals) * 1e3:.3g} ms a step, {spread:.0%} "
+            f"of their median apart; the total's error ({error:+.0%}) is {within} that scatter"
+        )
+    return first.model_copy(
+        update={
+            "rows": compared,
+            "page_fault_bytes": median_of(v.page_fault_bytes for v in runs),
+            "page_fault_s": median_of(v.page_fault_s for v in runs),
+            "step_spread": median_of(v.step_spread for v in runs),
+            "runs": len(runs),
+            "run_spread": spread,
+            "notes": notes,
+        }
     )
 
 

@@ -37,7 +37,8 @@ def _table(v) -> None:
     from advisor import units
 
     threads = f", {v.threads} threads" if v.threads else ""
-    t = Table(title=f"{v.model} on {v.device}, batch {v.batch_size}, {v.precision}{threads}")
+    runs = f", median of {v.runs} runs ({v.run_spread:.0%} apart)" if v.runs > 1 else ""
+    t = Table(title=f"{v.model} on {v.device}, batch {v.batch_size}, {v.precision}{threads}{runs}")
     for col in ("phase", "measured", "predicted", "error"):
         t.add_column(col, justify="left" if col == "phase" else "right")
     for r in v.rows:
@@ -46,6 +47,27 @@ def _table(v) -> None:
     console.print(t)
     for line in v.notes:
         console.print(f"note: {line}", highlight=False)
+
+
+def _fresh_runs(args: list[str], runs: int):
+    """`advisor validate ARGS` in `runs` fresh processes one after another, combined (their median): a new
+    process starts as a user's training does, with its own allocator state and page faults. A run that fails
+    stops the rest, its one-line error passed on with its exit code."""
+    import json
+    import subprocess
+
+    from advisor.calibration.validate import Validation, combine
+
+    done = []
+    for i in range(runs):
+        sys.stderr.write(f"  run {i + 1} of {runs}\n")
+        cmd = [sys.executable, "-m", "advisor", "validate", *args, "--format", "json"]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            sys.stderr.write(out.stderr)
+            raise typer.Exit(out.returncode)
+        done.append(Validation.model_validate(json.loads(out.stdout)))
+    return combine(done)
 
 
 def register(app: typer.Typer) -> None:
@@ -59,6 +81,14 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option("--threads", help="torch threads (CPU); the same as for calibrate.")
         ] = None,
         repeats: Annotated[int, typer.Option("--repeats", help="Timed steps (the median is reported).")] = 7,
+        runs: Annotated[
+            int,
+            typer.Option(
+                "--runs",
+                help="Fresh processes to time, one after another; the median is reported with their spread (on a "
+                "shared machine one process can land 10-40 % off the next).",
+            ),
+        ] = 1,
         task: TaskOpt = None,
         seq_len: SeqLenOpt = None,
         trust_remote_code: TrustRemoteCodeOpt = False,
@@ -73,8 +103,8 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"unknown --device {device!r}", "use cpu or cuda")
         if precision not in PRECISIONS:
             raise UserError(f"unknown --precision {precision!r}", f"use one of {', '.join(PRECISIONS)}")
-        if batch_size < 1 or repeats < 1:
-            raise UserError("--batch-size and --repeats must be at least 1")
+        if batch_size < 1 or repeats < 1 or runs < 1:
+            raise UserError("--batch-size, --repeats and --runs must be at least 1")
         if threads is not None and threads < 1:
             raise UserError(f"--threads must be at least 1, got {threads}")
         from advisor import api
@@ -88,6 +118,20 @@ def register(app: typer.Typer) -> None:
             ident = calibrated_id(cat, device)  # before any work: no calibration, one clear line
             calibrated = cat.efficiency[cat.devices[ident].efficiency].calibration_threads
             threads = threads or calibrated
+        if runs > 1:
+            if device == "cpu" and calibrated and threads != calibrated:
+                note(f"calibrated with {calibrated} threads, timing with {threads}: expect a larger error")
+            args = [model, "--device", device, "-b", str(batch_size), "--precision", precision]
+            args += ["--repeats", str(repeats), "--timeout", str(timeout)]
+            args += ["--threads", str(threads)] if threads else []
+            args += ["--task", task] if task else []
+            args += ["--seq-len", str(seq_len)] if seq_len else []
+            args += ["--trust-remote-code"] if trust_remote_code else []
+            for path in catalog or []:
+                args += ["--catalog", str(path)]
+            v = _fresh_runs(args, runs)
+            emit(v, fmt, lambda: _table(v))
+            return
         import torch
 
         from advisor.profiler.model_file import user_code

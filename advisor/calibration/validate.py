@@ -47,6 +47,11 @@ FAULT_NOTE_SHARE = 0.05  # page faults worth a note: 5 % of the measured step or
 SPREAD_NOTE = 0.05  # step scatter worth a note: 5 % of the median step or more
 
 
+def against(error: float, spread: float) -> str:
+    """Where the total's error stands against a scatter of measurements, in words, for the notes."""
+    return f"the total's error ({error:+.0%}) is {'inside' if abs(error) <= spread else 'beyond'} that scatter"
+
+
 def spread_note(timing, error: float) -> tuple[float | None, str | None]:
     """(the timed steps' spread, a note on it where it is SPREAD_NOTE or more), from a profile's Timing; (None,
     None) for a profile that did not record its fastest and slowest step."""
@@ -56,11 +61,10 @@ def spread_note(timing, error: float) -> tuple[float | None, str | None]:
     spread = (slow - fast) / median
     if spread < SPREAD_NOTE:
         return spread, None
-    within = "inside" if abs(error) <= spread else "beyond"
     return spread, (
         f"the {timing.repeats} timed steps took {fast * 1e3:.3g}-{slow * 1e3:.3g} ms, {spread:.0%} of the median "
-        f"apart; the total's error ({error:+.0%}) is {within} that scatter (on a shared or busy machine, run it "
-        "again or with more --repeats before reading an error that size as the estimate's)"
+        f"apart; {against(error, spread)} (on a shared or busy machine, run it again or with more --repeats before "
+        "reading an error that size as the estimate's)"
     )
 
 
@@ -87,11 +91,9 @@ def combine(runs: list[Validation]) -> Validation:
 
     notes = [n for n in first.notes if "timed steps took" not in n]
     if spread >= SPREAD_NOTE:
-        error = compared[-1].error
-        within = "inside" if abs(error) <= spread else "beyond"
         notes.append(
             f"the {len(runs)} runs measured {min(totals) * 1e3:.3g}-{max(totals) * 1e3:.3g} ms a step, {spread:.0%} "
-            f"of their median apart; the total's error ({error:+.0%}) is {within} that scatter"
+            f"of their median apart; {against(compared[-1].error, spread)}"
         )
     return first.model_copy(
         update={

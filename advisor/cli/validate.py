@@ -118,9 +118,9 @@ def register(app: typer.Typer) -> None:
             ident = calibrated_id(cat, device)  # before any work: no calibration, one clear line
             calibrated = cat.efficiency[cat.devices[ident].efficiency].calibration_threads
             threads = threads or calibrated
-        if runs > 1:
-            if device == "cpu" and calibrated and threads != calibrated:
+            if calibrated and threads != calibrated:
                 note(f"calibrated with {calibrated} threads, timing with {threads}: expect a larger error")
+        if runs > 1:
             args = [model, "--device", device, "-b", str(batch_size), "--precision", precision]
             args += ["--repeats", str(repeats), "--timeout", str(timeout)]
             args += ["--threads", str(threads)] if threads else []
@@ -143,8 +143,6 @@ def register(app: typer.Typer) -> None:
         with user_code(model, timeout):  # the model's code, from its top level to the last timed step
             mf = resolve(model, task=task, seq_len=seq_len, trust_remote_code=trust_remote_code)
             if threads is not None:
-                if device == "cpu" and calibrated and threads != calibrated:
-                    note(f"calibrated with {calibrated} threads, timing with {threads}: expect a larger error")
                 torch.set_num_threads(threads)
             v = run(mf, device, batch_size, precision, repeats, catalog=cat, tick=tick)
         emit(v, fmt, lambda: _table(v))

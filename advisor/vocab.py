@@ -104,6 +104,14 @@ PHASES: tuple[str, ...] = ("forward", "backward", "optimizer")
 Phase = Literal[PHASES]
 CATEGORIES: tuple[str, ...] = ("matrix", "vector", "memory")
 Category = Literal[CATEGORIES]
+# Gradients of table lookups (embedding, embedding bag): each zeroes a table of the weight's size and scatter-adds
+# the looked-up rows into it, after making its incoming gradient contiguous. The profiler marks a strided one, the
+# calibration times them apart and the estimator prices them so (estimator/roofline.py, kernels.py).
+EMBEDDING_GRADS: tuple[str, ...] = (
+    "aten.embedding_dense_backward",
+    "aten._embedding_bag_backward",
+    "aten._embedding_bag_dense_backward",
+)
 # How the data-parallel dimension holds the model: `single` (no data parallelism), `ddp` (replicas), ZeRO stage 1
 # (optimizer state sharded), stage 2 (and gradients), `fsdp` (ZeRO-3: and weights).
 STRATEGIES: tuple[str, ...] = ("single", "ddp", "zero1", "zero2", "fsdp")

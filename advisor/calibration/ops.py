@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from advisor.calibration.bench import Clock, alternate
+from advisor.vocab import EMBEDDING_GRADS
 
 # activation elements per call: 1 KiB .. 8 MiB of fp32. Two alternating input sets of the largest size no longer
 # fit in a server's last-level cache; larger fresh outputs would be mmap'ed by glibc on every call (beyond its
@@ -27,7 +28,7 @@ INPLACE = ("aten.mul_", "aten.add_", "aten.addcmul_", "aten.addcdiv_", "aten.ler
 COLD_SIZE = 1 << 24
 # Gradients of gathers: a zeroed table of the weight's size (written), then a scatter-add of the gathered rows
 # (read). The table is costed as memory traffic, the scatter by its own curve over the bytes it reads.
-SCATTERS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
+SCATTERS = EMBEDDING_GRADS
 ATTENTION_SIZES = (1 << 14, 1 << 18)
 CHANNELS, SIDE, WIDTH, ROWS_WIDE, TABLE = 64, 16, 256, 1024, 4096  # a small table: the scatter dominates
 

@@ -20,7 +20,15 @@ from dataclasses import dataclass
 
 from advisor.catalog.schema import Device, Efficiency
 from advisor.profiler.schema import OpRecord, Profile
-from advisor.vocab import COMPUTE_DTYPE, DTYPE_BYTES, DTYPES, FLOAT_DTYPES, PARAM_BYTES, canonical_dtype
+from advisor.vocab import (
+    COMPUTE_DTYPE,
+    DTYPE_BYTES,
+    DTYPES,
+    EMBEDDING_GRADS,
+    FLOAT_DTYPES,
+    PARAM_BYTES,
+    canonical_dtype,
+)
 
 
 @dataclass
@@ -125,7 +133,7 @@ def reuse_cap(eff: Efficiency, op: str) -> float:
 
 # Optimizer-phase ops that only the first step runs (creating its state): a steady-state step has none.
 STATE_INIT = ("aten.zeros_like", "aten.zeros", "aten.empty_like", "aten.empty", "aten.full_like", "aten.clone")
-SCATTERS = ("aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward")
+SCATTERS = EMBEDDING_GRADS
 CONV_FORWARD = ("aten.convolution", "aten._convolution")
 CONV_OPS = (*CONV_FORWARD, "aten.convolution_backward")
 GEMM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.matmul", "aten.linear")

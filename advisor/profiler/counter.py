@@ -22,6 +22,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from advisor.profiler.registry import Call, Entry, lookup
+from advisor.vocab import EMBEDDING_GRADS
 
 DTYPES = {
     torch.float32: "fp32",
@@ -48,7 +49,7 @@ LAYOUT_OPS = {"aten.convolution", "aten.convolution_backward", "aten._convolutio
 # Ops that copy a non-contiguous first input to a contiguous one before their kernel runs (the embedding gradient
 # of a column slice, as cat's backward hands it on: PyTorch's kernels call grad.contiguous() in Embedding.cu and
 # EmbeddingBag.cu, and on the CPU).
-CONTIGUOUS_OPS = {"aten.embedding_dense_backward", "aten._embedding_bag_backward", "aten._embedding_bag_dense_backward"}
+CONTIGUOUS_OPS = set(EMBEDDING_GRADS)
 RNN_MODES = {"LSTM", "GRU", "RNN_TANH", "RNN_RELU"}
 FREE_OPS = {"aten._unsafe_view", "aten.lift_fresh", "aten.alias", "aten.detach", "aten._reshape_alias"}
 # Ops that only allocate: their memory counts, but no kernel runs and no byte moves.

@@ -17,6 +17,11 @@ MATMUL_SIZES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 COPY_ELEMENTS = tuple(2**k for k in range(8, 26))  # 1 KiB .. 128 MiB of fp32
 VECTOR_ELEMENTS = 1 << 22
 COLD_SETS = 512  # at most this many operand pairs per matmul size
+# A CPU's memory-bound figures (the add by size, fresh pages, the vector ops) are measured this many times, one
+# sweep after another, and each point's median kept: a shared machine's memory bandwidth drifts over tens of
+# seconds (a 50 MB add at two threads, fastest of five rounds, every 4 s for 8 minutes: 0.80-1.92 ms, tenth to
+# ninetieth percentile -23 % / +28 % of the median), while its GEMMs and convolutions held within -2 % / +13 %.
+MEMORY_PASSES = 3
 NOISY_SPREAD = 1.25  # rounds of one measurement further apart than this (slowest / fastest) are suspect
 
 
@@ -166,6 +171,27 @@ def plausible_first_touch(measure: Callable[[], float], copy: list[Point], tries
     return 0.0, False
 
 
+def median_points(passes: list[list[Point]]) -> list[Point]:
+    """Each size's median time over `passes` sweeps of the same sizes."""
+    return [Point(same[0].size, statistics.median(p.seconds for p in same)) for same in zip(*passes, strict=True)]
+
+
+def median_ops(passes: list[dict[str, list[tuple]]]) -> dict[str, list[tuple]]:
+    """Each op's points with their median time (index 2 of a point) over the sweeps that timed the same sizes
+    of it as the first did."""
+    out = {}
+    for name, first in passes[0].items():
+        same = [p[name] for p in passes if len(p.get(name, ())) == len(first)]
+        out[name] = [(*p[0][:2], statistics.median(q[2] for q in p), *p[0][3:]) for p in zip(*same, strict=True)]
+    return out
+
+
+def median_touch(tries: list[tuple[float, bool]]) -> tuple[float, bool]:
+    """The median first-touch cost of the sweeps whose figure was plausible; (0, False) when none was."""
+    good = [s for s, plausible in tries if plausible]
+    return (statistics.median(good), True) if good else (0.0, False)
+
+
 def module_call(device: str, clock: Clock) -> float:
     """Seconds an nn.Module call adds to the op it runs (its __call__ and hook machinery, in Python)."""
     import torch
@@ -226,16 +252,6 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
             m.launch_s = kernels.kernel_s(device, clock)
         except RuntimeError as exc:  # no graph capture on this driver: each op's floor is the dispatch instead
             tick(f"no CUDA graph ({exc}): the dispatch is each kernel's floor")
-    tick("memory bandwidth")
-    m.copy = memory_points(device, clock, quick)
-
-    if not cuda:
-        from advisor.calibration.validate import first_touch_s_per_byte
-
-        tick("fresh pages")
-        m.first_touch_s_per_byte, plausible = plausible_first_touch(first_touch_s_per_byte, m.copy)
-        if not plausible:
-            m.checks["first_touch_implausible"] = 1.0
     tick("elementwise")
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     x = torch.randn(n, device=device)
@@ -243,10 +259,26 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
     t = clock(lambda: torch.ops.aten.gelu.out(x, out=out), "gelu")
     m.vector_seconds, m.vector_bytes = t, 8.0 * n
     m.vector_flops_s = 5.0 * n / max(t - m.dispatch_s, 1e-9)  # the profiler counts gelu (erf) as 5 per element
-    tick("vector ops by size")
     quick_clock = Clock(device, min_s / 2, max(2, repeats - 2), threads)  # many small cases: shorter rounds
     quick_clock.spreads = clock.spreads
-    m.ops = ops.measure(device, quick_clock, quick, tick)
+    passes = 1 if quick or cuda else MEMORY_PASSES
+    copies, touches, op_sets = [], [], []
+    for i in range(passes):
+        of = f" (pass {i + 1} of {passes})" if passes > 1 else ""
+        tick("memory bandwidth" + of)
+        copies.append(memory_points(device, clock, quick))
+        if not cuda:
+            from advisor.calibration.validate import first_touch_s_per_byte
+
+            tick("fresh pages" + of)
+            touches.append(plausible_first_touch(first_touch_s_per_byte, copies[-1]))
+        tick("vector ops by size" + of)
+        op_sets.append(ops.measure(device, quick_clock, quick, tick))
+    m.copy, m.ops = median_points(copies), median_ops(op_sets)
+    if touches:
+        m.first_touch_s_per_byte, plausible = median_touch(touches)
+        if not plausible:
+            m.checks["first_touch_implausible"] = 1.0
     # the same reference figures once more at the end: a busy machine shows as a change between the two
     m.checks["dispatch_last_s"] = clock(lambda: torch.add(one, one), "dispatch again")
     ref = kernels.reference_matmul(device, clock)

@@ -133,6 +133,7 @@ def test_calibrate_bad_input(tmp_path):
     assert_user_error(run_cli("calibrate", "--device", "tpu"), "unknown --device 'tpu'")
     assert_user_error(run_cli("calibrate", "-o", str(tmp_path / "nope" / "x.yaml")), "nope")
     assert_user_error(run_cli("calibrate", "--attempts", "0"), "--attempts must be at least 1")
+    assert_user_error(run_cli("calibrate", "--sweeps", "0"), "--sweeps must be at least 1")
 
 
 def test_convolution_follows_its_intensity_curve():

@@ -52,32 +52,40 @@ def test_a_first_touch_rate_above_the_memory_bandwidth_is_measured_again_then_dr
     assert any("page faults are not priced" in w for w in quality.check(m, load_before=0.2))
 
 
-def test_memory_bound_figures_are_the_median_of_their_sweeps():
-    from advisor.calibration.bench import Point, median_ops, median_points, median_touch
+def test_each_calibration_figure_is_the_median_of_its_sweeps():
+    from advisor.calibration.bench import Point, median_of
 
     # three sweeps of two add sizes: 1 KB took 1.0, 1.2, 0.9 µs (median 1.0); 50 MB took 0.8, 1.9, 1.1 ms (the
     # bandwidth drifting between sweeps: median 1.1 ms, not the lucky 0.8 nor the unlucky 1.9)
-    sweeps = [
+    copies = [
         [Point(1e3, 1.0e-6), Point(5e7, 0.8e-3)],
         [Point(1e3, 1.2e-6), Point(5e7, 1.9e-3)],
         [Point(1e3, 0.9e-6), Point(5e7, 1.1e-3)],
     ]
-    assert [(p.size, p.seconds) for p in median_points(sweeps)] == [(1e3, 1.0e-6), (5e7, 1.1e-3)]
-    # ops: FLOPs, bytes and a scatter's fourth field (its table's bytes) from the first sweep, the time the median;
-    # a sweep that timed a different number of sizes of an op (here the third's relu) is left out of that op
+    # vector ops: FLOPs, bytes and a scatter's fourth field (its table's bytes) from the first sweep, the time the
+    # median; a sweep that timed a different number of sizes of an op (here the third's relu) is left out of that op
     ops = [
         {"aten.relu": [(10.0, 80.0, 3e-6), (20.0, 160.0, 5e-6)], "aten.embedding_dense_backward": [(0, 8, 4e-6, 2)]},
         {"aten.relu": [(10.0, 80.0, 5e-6), (20.0, 160.0, 9e-6)], "aten.embedding_dense_backward": [(0, 8, 6e-6, 2)]},
         {"aten.relu": [(10.0, 80.0, 4e-6)], "aten.embedding_dense_backward": [(0, 8, 5e-6, 2)]},
     ]
-    out = median_ops(ops)
+    # first touch: the median of the plausible sweeps (1/5e9 and 1/4e9 s per byte; the implausible one left out:
+    # the median of two is their mean, 2.25e-10); gelu 2.0, 2.6, 2.2 ms: 2.2; no GPU kernel time: None
+    touches = [(2e-10, True), (0.0, False), (2.5e-10, True)]
+    gelu = [2.0e-3, 2.6e-3, 2.2e-3]
+    sweeps = [
+        {"copy": c, "ops": o, "first_touch": t, "gelu_s": g, "launch_s": None}
+        for c, o, t, g in zip(copies, ops, touches, gelu, strict=True)
+    ]
+    out = median_of(sweeps)
+    assert [(p.size, p.seconds) for p in out["copy"]] == [(1e3, 1.0e-6), (5e7, 1.1e-3)]
     # medians of {3, 5} and {5, 9} µs
-    assert out["aten.relu"] == [(10.0, 80.0, pytest.approx(4e-6)), (20.0, 160.0, pytest.approx(7e-6))]
-    assert out["aten.embedding_dense_backward"] == [(0, 8, 5e-6, 2)]  # median of {4, 6, 5} µs
-    # first touch: the median of the plausible sweeps (1/5e9 and 1/4e9 s per byte of three; the implausible one
-    # is left out: the median of two is their mean, 2.25e-10); none plausible: not priced
-    assert median_touch([(2e-10, True), (0.0, False), (2.5e-10, True)]) == (pytest.approx(2.25e-10), True)
-    assert median_touch([(0.0, False), (0.0, False)]) == (0.0, False)
+    assert out["ops"]["aten.relu"] == [(10.0, 80.0, pytest.approx(4e-6)), (20.0, 160.0, pytest.approx(7e-6))]
+    assert out["ops"]["aten.embedding_dense_backward"] == [(0, 8, 5e-6, 2)]  # median of {4, 6, 5} µs
+    assert out["first_touch"] == (pytest.approx(2.25e-10), True)
+    assert out["gelu_s"] == 2.2e-3 and out["launch_s"] is None
+    # no plausible first touch in any sweep: not priced
+    assert median_of([(0.0, False), (0.0, False)]) == (0.0, False)
 
 
 def test_contradictions_of_a_busy_machine_are_flagged():
@@ -155,7 +163,7 @@ def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeyp
     runs = iter([["a", "b"], ["c"], []] * 2)
     calls, ticks = [], []
 
-    def once(device, quick, tick):
+    def once(device, quick, tick, sweeps=None):
         m = quiet()
         m.warnings = next(runs)
         calls.append(len(m.warnings))

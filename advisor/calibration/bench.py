@@ -17,11 +17,12 @@ MATMUL_SIZES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 COPY_ELEMENTS = tuple(2**k for k in range(8, 26))  # 1 KiB .. 128 MiB of fp32
 VECTOR_ELEMENTS = 1 << 22
 COLD_SETS = 512  # at most this many operand pairs per matmul size
-# A CPU's memory-bound figures (the add by size, fresh pages, the vector ops) are measured this many times, one
-# sweep after another, and each point's median kept: a shared machine's memory bandwidth drifts over tens of
-# seconds (a 50 MB add at two threads, fastest of five rounds, every 4 s for 8 minutes: 0.80-1.92 ms, tenth to
-# ninetieth percentile -23 % / +28 % of the median), while its GEMMs and convolutions held within -2 % / +13 %.
-MEMORY_PASSES = 3
+# A CPU's size-dependent figures (GEMMs, convolutions, the add by size, fresh pages, the vector ops) are measured in
+# this many sweeps, one after another, and each point's median kept: a shared machine drifts over tens of seconds
+# (a 50 MB add at two threads, fastest of five rounds, every 4 s for 8 minutes: 0.80-1.92 ms, tenth to ninetieth
+# percentile -23 % / +28 % of the median; a 512 GEMM -2 % / +13 %, up to +55 %), and one sweep keeps whatever
+# state the machine was in while it ran.
+SWEEPS = 3
 NOISY_SPREAD = 1.25  # rounds of one measurement further apart than this (slowest / fastest) are suspect
 
 
@@ -71,7 +72,7 @@ class Clock:
 
         self.cuda = device == "cuda"
         self.sync = torch.cuda.synchronize if self.cuda else (lambda: None)
-        self.min_s, self.repeats = min_s, repeats
+        self.min_s, self.repeats, self.threads = min_s, repeats, threads
         self.process = not self.cuda and threads == 1
         self.now = time.process_time if self.process else time.perf_counter
         self.spreads: list[tuple[str, float]] = []
@@ -171,25 +172,30 @@ def plausible_first_touch(measure: Callable[[], float], copy: list[Point], tries
     return 0.0, False
 
 
-def median_points(passes: list[list[Point]]) -> list[Point]:
-    """Each size's median time over `passes` sweeps of the same sizes."""
-    return [Point(same[0].size, statistics.median(p.seconds for p in same)) for same in zip(*passes, strict=True)]
-
-
-def median_ops(passes: list[dict[str, list[tuple]]]) -> dict[str, list[tuple]]:
-    """Each op's points with their median time (index 2 of a point) over the sweeps that timed the same sizes
-    of it as the first did."""
-    out = {}
-    for name, first in passes[0].items():
-        same = [p[name] for p in passes if len(p.get(name, ())) == len(first)]
-        out[name] = [(*p[0][:2], statistics.median(q[2] for q in p), *p[0][3:]) for p in zip(*same, strict=True)]
-    return out
-
-
-def median_touch(tries: list[tuple[float, bool]]) -> tuple[float, bool]:
-    """The median first-touch cost of the sweeps whose figure was plausible; (0, False) when none was."""
-    good = [s for s, plausible in tries if plausible]
-    return (statistics.median(good), True) if good else (0.0, False)
+def median_of(sweeps: list):
+    """The sweeps of one measurement, each point's time replaced by its median over them. Times are floats, a
+    Point's seconds, or the third field of a (FLOPs, bytes, seconds, ...) tuple; lists and dicts are merged by
+    position and key, from the sweeps that measured the same number of points there as the first did. A CPU's
+    (first-touch seconds per byte, plausible) is the median of the plausible sweeps' figures, (0, False) when none
+    was. None stays None."""
+    first = sweeps[0]
+    if first is None or isinstance(first, (int, float)):
+        values = [v for v in sweeps if v is not None]
+        return statistics.median(values) if first is not None else None
+    if isinstance(first, Point):
+        return Point(first.size, statistics.median(p.seconds for p in sweeps))
+    if isinstance(first, tuple) and len(first) == 2 and isinstance(first[1], bool):
+        good = [s for s, plausible in sweeps if plausible]
+        return (statistics.median(good), True) if good else (0.0, False)
+    if isinstance(first, tuple) and len(first) >= 3 and all(isinstance(v, (int, float)) for v in first):
+        return (*first[:2], statistics.median(p[2] for p in sweeps), *first[3:])
+    if isinstance(first, (tuple, list)):
+        same = [s for s in sweeps if len(s) == len(first)]
+        merged = [median_of(list(points)) for points in zip(*same, strict=True)]
+        return tuple(merged) if isinstance(first, tuple) else merged
+    if isinstance(first, dict):
+        return {key: median_of([s[key] for s in sweeps if key in s]) for key in first}
+    raise TypeError(f"cannot merge sweeps of {type(first).__name__}")
 
 
 def module_call(device: str, clock: Clock) -> float:
@@ -204,12 +210,75 @@ def module_call(device: str, clock: Clock) -> float:
     return max(0.0, clock(lambda: module(small), "module call") - clock(lambda: torch.relu(small), "relu call"))
 
 
-def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s: None) -> Measurements:
-    """Every microbenchmark on `device` ('cpu' or 'cuda'). `quick` trims sizes and time (tests)."""
+def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) -> dict:
+    """One sweep of every size-dependent measurement, by the name of the Measurements field it fills (gelu_s: the
+    elementwise reference's seconds; first_touch: a CPU's (seconds per byte, plausible), None on a GPU)."""
     import torch
 
     from advisor.calibration import kernels, ops
-    from advisor.profiler.device import cpu_name, matmul_precision
+    from advisor.profiler.device import matmul_precision
+
+    cuda = device == "cuda"
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    if cuda:  # tf32: fp32 operands on the tensor cores, as --precision tf32 runs them
+        dtypes.update(fp16=torch.float16, tf32=torch.float32)
+    matmul = {}
+    for label, dt in dtypes.items():
+        tick(f"matmul {label}")
+        with matmul_precision(label, device):
+            matmul[label] = kernels.square_points(device, dt, clock, quick)
+    tick("matmul shapes")
+    skinny = kernels.skinny_points(device, clock, quick)
+    tick("convolutions")
+    conv, conv_backward = kernels.conv_points(device, clock, quick)
+    smallest = kernels.floors(device, clock)
+    launch_s = None
+    if cuda:
+        tick("kernels back to back")
+        try:
+            launch_s = kernels.kernel_s(device, clock)
+        except RuntimeError as exc:  # no graph capture on this driver: each op's floor is the dispatch instead
+            tick(f"no CUDA graph ({exc}): the dispatch is each kernel's floor")
+    tick("memory bandwidth")
+    copy = memory_points(device, clock, quick)
+    touch = None
+    if not cuda:
+        from advisor.calibration.validate import first_touch_s_per_byte
+
+        tick("fresh pages")
+        touch = plausible_first_touch(first_touch_s_per_byte, copy)
+    tick("elementwise")
+    x = torch.randn(VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS, device=device)
+    out = torch.empty_like(x)
+    gelu_s = clock(lambda: torch.ops.aten.gelu.out(x, out=out), "gelu")
+    tick("vector ops by size")
+    min_s, repeats = clock.min_s, clock.repeats
+    quick_clock = Clock(device, min_s / 2, max(2, repeats - 2), clock.threads)  # many small cases: shorter rounds
+    quick_clock.spreads = clock.spreads
+    return {
+        "matmul": matmul,
+        "skinny": skinny,
+        "conv": conv,
+        "conv_backward": conv_backward,
+        "floors": smallest,
+        "launch_s": launch_s,
+        "copy": copy,
+        "gelu_s": gelu_s,
+        "ops": ops.measure(device, quick_clock, quick, tick),
+        "first_touch": touch,
+    }
+
+
+def run(
+    device: str, quick: bool = False, tick: Callable[[str], None] = lambda s: None, sweeps: int | None = None
+) -> Measurements:
+    """Every microbenchmark on `device` ('cpu' or 'cuda'). `quick` trims sizes and time (tests) and measures one
+    sweep; otherwise `sweeps` of the size-dependent ones (default SWEEPS on a CPU, one on a GPU), each point's
+    median kept."""
+    import torch
+
+    from advisor.calibration import kernels
+    from advisor.profiler.device import cpu_name
 
     start = time.perf_counter()
     cuda = device == "cuda"
@@ -234,49 +303,19 @@ def run(device: str, quick: bool = False, tick: Callable[[str], None] = lambda s
         finally:
             torch.set_num_threads(threads)
 
-    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
-    if cuda:  # tf32: fp32 operands on the tensor cores, as --precision tf32 runs them
-        dtypes.update(fp16=torch.float16, tf32=torch.float32)
-    for label, dt in dtypes.items():
-        tick(f"matmul {label}")
-        with matmul_precision(label, device):
-            m.matmul[label] = kernels.square_points(device, dt, clock, quick)
-    tick("matmul shapes")
-    m.skinny = kernels.skinny_points(device, clock, quick)
-    tick("convolutions")
-    m.conv, m.conv_backward = kernels.conv_points(device, clock, quick)
-    m.floors = kernels.floors(device, clock)
-    if cuda:
-        tick("kernels back to back")
-        try:
-            m.launch_s = kernels.kernel_s(device, clock)
-        except RuntimeError as exc:  # no graph capture on this driver: each op's floor is the dispatch instead
-            tick(f"no CUDA graph ({exc}): the dispatch is each kernel's floor")
-    tick("elementwise")
+    sweeps = 1 if quick else (sweeps or (1 if cuda else SWEEPS))
+    results = []
+    for i in range(sweeps):
+        of = f" (sweep {i + 1} of {sweeps})" if sweeps > 1 else ""
+        results.append(_sweep(device, clock, quick, lambda what, of=of: tick(what + of)))
+    merged = median_of(results)
+    for key in ("matmul", "skinny", "conv", "conv_backward", "floors", "launch_s", "copy", "ops"):
+        setattr(m, key, merged[key])
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
-    x = torch.randn(n, device=device)
-    out = torch.empty_like(x)
-    t = clock(lambda: torch.ops.aten.gelu.out(x, out=out), "gelu")
-    m.vector_seconds, m.vector_bytes = t, 8.0 * n
-    m.vector_flops_s = 5.0 * n / max(t - m.dispatch_s, 1e-9)  # the profiler counts gelu (erf) as 5 per element
-    quick_clock = Clock(device, min_s / 2, max(2, repeats - 2), threads)  # many small cases: shorter rounds
-    quick_clock.spreads = clock.spreads
-    passes = 1 if quick or cuda else MEMORY_PASSES
-    copies, touches, op_sets = [], [], []
-    for i in range(passes):
-        of = f" (pass {i + 1} of {passes})" if passes > 1 else ""
-        tick("memory bandwidth" + of)
-        copies.append(memory_points(device, clock, quick))
-        if not cuda:
-            from advisor.calibration.validate import first_touch_s_per_byte
-
-            tick("fresh pages" + of)
-            touches.append(plausible_first_touch(first_touch_s_per_byte, copies[-1]))
-        tick("vector ops by size" + of)
-        op_sets.append(ops.measure(device, quick_clock, quick, tick))
-    m.copy, m.ops = median_points(copies), median_ops(op_sets)
-    if touches:
-        m.first_touch_s_per_byte, plausible = median_touch(touches)
+    m.vector_seconds, m.vector_bytes = merged["gelu_s"], 8.0 * n
+    m.vector_flops_s = 5.0 * n / max(m.vector_seconds - m.dispatch_s, 1e-9)  # the profiler counts gelu as 5 per element
+    if not cuda:
+        m.first_touch_s_per_byte, plausible = merged["first_touch"]
         if not plausible:
             m.checks["first_touch_implausible"] = 1.0
     # the same reference figures once more at the end: a busy machine shows as a change between the two

@@ -11,15 +11,20 @@ from advisor.calibration.bench import Measurements
 
 
 def calibrate(
-    device: str, quick: bool = False, tick: Callable[[str], None] = lambda s: None, attempts: int = 1
+    device: str,
+    quick: bool = False,
+    tick: Callable[[str], None] = lambda s: None,
+    attempts: int = 1,
+    sweeps: int | None = None,
 ) -> tuple[dict, Measurements]:
-    """(overlay data, measurements) for the local `device` at torch's current thread count. A run that looks
-    disturbed (quality.check) is measured again, up to `attempts` runs in all; the cleanest (fewest warnings, the
-    earlier of equals) is kept, and its `seconds` count every run."""
+    """(overlay data, measurements) for the local `device` at torch's current thread count, each size-dependent
+    figure the median of `sweeps` (bench.run's default when None). A run that looks disturbed (quality.check) is
+    measured again, up to `attempts` runs in all; the cleanest (fewest warnings, the earlier of equals) is kept,
+    and its `seconds` count every run."""
     start = time.perf_counter()
     best = None
     for attempt in range(1, max(1, attempts) + 1):
-        data, m = _calibrate_once(device, quick, tick)
+        data, m = _calibrate_once(device, quick, tick, sweeps)
         if best is None or len(m.warnings) < len(best[1].warnings):
             best = data, m
         if not best[1].warnings:
@@ -54,7 +59,9 @@ def settle(tick: Callable[[str], None], limit_s: float = SETTLE_S, step_s: float
         waited += step_s
 
 
-def _calibrate_once(device: str, quick: bool, tick: Callable[[str], None]) -> tuple[dict, Measurements]:
+def _calibrate_once(
+    device: str, quick: bool, tick: Callable[[str], None], sweeps: int | None = None
+) -> tuple[dict, Measurements]:
     import torch
 
     from advisor.calibration import bench, fit, overlay, quality
@@ -64,7 +71,7 @@ def _calibrate_once(device: str, quick: bool, tick: Callable[[str], None]) -> tu
     load = quality.load_per_core() if device == "cpu" else None
     # fp32 means fp32: on CUDA cuDNN would otherwise run fp32 convolutions as TF32 (its default)
     with matmul_precision("fp32", device):
-        m = bench.run(device, quick=quick, tick=tick)
+        m = bench.run(device, quick=quick, tick=tick, sweeps=sweeps)
         if not quick:
             per_op, module, seen = fit.fit_overheads(
                 overlay.build(m), device, torch.get_num_threads(), m.dispatch_s, m.module_overhead_s, tick

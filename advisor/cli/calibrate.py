@@ -99,9 +99,17 @@ def register(app: typer.Typer) -> None:
                 help="Measure again while a run looks disturbed, up to this many runs; the cleanest is kept.",
             ),
         ] = 2,
+        sweeps: Annotated[
+            int | None,
+            typer.Option(
+                "--sweeps",
+                help="Measure every size this many times, one sweep after another, and keep each point's median "
+                "[default: 3 on a CPU, 1 on a GPU].",
+            ),
+        ] = None,
         fmt: FormatOpt = Format.table,
     ) -> None:
-        """Measure matmul, memory bandwidth, vector ops and per-op overhead of this machine (about a minute)."""
+        """Measure matmul, memory bandwidth, vector ops and per-op overhead of this machine (a few minutes)."""
         require_torch("calibrate")
         if device not in DEVICES:
             raise UserError(f"unknown --device {device!r}", "use cpu or cuda")
@@ -109,6 +117,8 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"--threads must be at least 1, got {threads}")
         if attempts < 1:
             raise UserError(f"--attempts must be at least 1, got {attempts}")
+        if sweeps is not None and sweeps < 1:
+            raise UserError(f"--sweeps must be at least 1, got {sweeps}")
         check_files({"--output": output})
         import torch
 
@@ -123,7 +133,7 @@ def register(app: typer.Typer) -> None:
         def tick(step: str) -> None:
             sys.stderr.write(f"  [{time.perf_counter() - start:5.1f} s] {step}\n")
 
-        data, m = session.calibrate(device, quick=quick, tick=tick, attempts=1 if quick else attempts)
+        data, m = session.calibrate(device, quick=quick, tick=tick, attempts=1 if quick else attempts, sweeps=sweeps)
         written, kept = session.save(data, output or overlay.default_path(m), force=force)
         for warning in m.warnings:
             note(f"calibration looks disturbed: {warning}")

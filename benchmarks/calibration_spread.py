@@ -5,8 +5,10 @@ every row of benchmarks/accuracy.py estimated on each.
     python benchmarks/calibration_spread.py [--threads 2] [--pairs 3] [--no-write]
 
 Per row and per sweep count: the range of the step estimates over the calibrations ((largest - smallest) /
-median). Nothing is timed on the models themselves: the spread is the calibration's alone. Writes
-benchmarks/results/calibration-spread.csv (one line per row, calibration and sweep count) and prints the ranges.
+median). Nothing is timed on the models themselves: the spread is the calibration's alone. Appends to
+benchmarks/results/calibration-spread.csv (one line per row, calibration and sweep count, under this run's start
+time) and prints the ranges of this run and, per sweep count, the median range per row over every run there:
+the machine is quieter at some times than at others, so one run of three pairs says little.
 About 12 minutes at two threads with three pairs.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime as dt
 import statistics
 import sys
 import tempfile
@@ -54,6 +57,7 @@ def main() -> None:
         path = accuracy.MODELS / f"{name}.py"
         profiles[(name, batch)] = profile_model(path, batch_size=batch, device="cpu", precision="fp32", repeats=0)
     sweeps = (1, bench.SWEEPS)
+    run = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.pairs):
@@ -70,6 +74,7 @@ def main() -> None:
                     )
                     rows.append(
                         {
+                            "run": run,
                             "set": split,
                             "model": name,
                             "batch": batch,
@@ -80,28 +85,36 @@ def main() -> None:
                             "estimate_s": f"{est.step_time_s:.6g}",
                         }
                     )
-    print(f"{'set':7s} {'model':12s} {'batch':>5s}  " + "  ".join(f"{s} sweep(s)" for s in sweeps))
-    ranges = {s: [] for s in sweeps}
-    for split, name, batch in cases:
-        line = f"{split:7s} {name:12s} {batch:5d}  "
+    kept = list(csv.DictReader(OUT.open())) if OUT.is_file() and not args.no_write else []
+    earlier = [r for r in kept if r.get("threads") == str(args.threads)]
+    print(f"{'set':7s} {'model':12s} {'batch':>5s}  " + "  ".join(f"{s} sweep(s)" for s in sweeps) + "  (this run)")
+    for label, pool in (("this run", rows), ("every run", earlier + rows)):
+        ranges = {s: [] for s in sweeps}
+        for split, name, batch in cases:
+            line = f"{split:7s} {name:12s} {batch:5d}  "
+            for s in sweeps:
+                per_run = {}
+                for r in pool:
+                    if (r["model"], int(r["batch"]), int(r["sweeps"])) == (name, batch, s):
+                        per_run.setdefault(r["run"], []).append(float(r["estimate_s"]))
+                spread = statistics.median((max(e) - min(e)) / statistics.median(e) for e in per_run.values())
+                ranges[s].append(spread)
+                line += f"{spread:10.0%}  "
+            if label == "this run":
+                print(line)
+        runs = len({r["run"] for r in pool})
         for s in sweeps:
-            est = [float(r["estimate_s"]) for r in rows if (r["model"], r["batch"], r["sweeps"]) == (name, batch, s)]
-            spread = (max(est) - min(est)) / statistics.median(est)
-            ranges[s].append(spread)
-            line += f"{spread:10.0%}  "
-        print(line)
-    for s in sweeps:
-        print(
-            f"{s} sweep(s): range per row {min(ranges[s]):.0%}-{max(ranges[s]):.0%}, "
-            f"median {statistics.median(ranges[s]):.0%}"
-        )
+            print(
+                f"{label} ({runs} run(s)), {s} sweep(s): range per row {min(ranges[s]):.0%}-{max(ranges[s]):.0%}, "
+                f"median {statistics.median(ranges[s]):.0%}"
+            )
     if not args.no_write:
         from io import StringIO
 
         text = StringIO()
         writer = csv.DictWriter(text, fieldnames=list(rows[0]))
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(kept + rows)
         write_atomic(OUT, text.getvalue(), "calibration spread")
 
 

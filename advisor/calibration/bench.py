@@ -19,9 +19,9 @@ VECTOR_ELEMENTS = 1 << 22
 COLD_SETS = 512  # at most this many operand pairs per matmul size
 # A CPU's size-dependent figures (GEMMs, convolutions, the add by size, fresh pages, the vector ops) are measured in
 # this many sweeps, one after another, and each point's median kept: a shared machine drifts over tens of seconds
-# (a 50 MB add at two threads, fastest of five rounds, every 4 s for 8 minutes: 0.80-1.92 ms, tenth to ninetieth
-# percentile -23 % / +28 % of the median; a 512 GEMM -2 % / +13 %, up to +55 %), and one sweep keeps whatever
-# state the machine was in while it ran.
+# (benchmarks/drift.py on the project's VM, two threads, every 4 s for 8 minutes: a 50 MB add 0.47-1.43 ms, tenth to
+# ninetieth percentile -38 % / +32 % of the median; a 512 GEMM -1 % / +4 %, once seen up to +55 %), and one sweep
+# keeps whatever state the machine was in while it ran.
 SWEEPS = 3
 NOISY_SPREAD = 1.25  # rounds of one measurement further apart than this (slowest / fastest) are suspect
 

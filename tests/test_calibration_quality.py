@@ -86,6 +86,11 @@ def test_each_calibration_figure_is_the_median_of_its_sweeps():
     assert out["gelu_s"] == 2.2e-3 and out["launch_s"] is None
     # no plausible first touch in any sweep: not priced
     assert median_of([(0.0, False), (0.0, False)]) == (0.0, False)
+    # the overlay says what its figures are the median of (one sweep: nothing to say)
+    m = fake_measurements()
+    assert "sweeps" not in build(m)["efficiency"][0]["note"]
+    m.sweeps = 3
+    assert "Each size-dependent figure is the median of 3 sweeps." in build(m)["efficiency"][0]["note"]
 
 
 def test_contradictions_of_a_busy_machine_are_flagged():

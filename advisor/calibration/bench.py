@@ -58,6 +58,7 @@ class Measurements:
     checks: dict[str, float] = field(default_factory=dict)  # reference figures for quality.py
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0  # how long calibration took
+    sweeps: int = 1  # how many sweeps each size-dependent figure is the median of
 
 
 class Clock:
@@ -304,6 +305,7 @@ def run(
             torch.set_num_threads(threads)
 
     sweeps = 1 if quick else (sweeps or (1 if cuda else SWEEPS))
+    m.sweeps = sweeps
     results = []
     for i in range(sweeps):
         of = f" (sweep {i + 1} of {sweeps})" if sweeps > 1 else ""

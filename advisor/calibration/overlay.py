@@ -193,6 +193,7 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
             f"the common vector ops by bytes per call against their own roofline; gelu throughput for other "
             f"vector work; and the fixed cost of an op per training phase and of a module call from timing "
             f"tiny nets (advisor/calibration/nets)."
+            + (f" Each size-dependent figure is the median of {m.sweeps} sweeps." if m.sweeps > 1 else "")
         ),
         "matrix": copy.deepcopy(curves["fp32"]),  # a copy: YAML would otherwise write an alias
         "vector": round(vector, 4),

@@ -257,6 +257,18 @@ def write_atomic(path: Path, text: str | bytes, what: str = "output") -> Path:
     return Path(path)
 
 
+def write_csv(path: Path, rows: list[dict], what: str = "table") -> Path:
+    """Write `rows` (dicts with the same keys, the first row's order) as CSV with a header, via write_atomic."""
+    import csv
+    import io
+
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return write_atomic(path, text.getvalue(), what)
+
+
 def _write_stream(path: Path, data: bytes) -> None:
     """A character device or a pipe: written in place. Opening without blocking makes a fifo that no one
     reads an error (ENXIO) instead of a hang."""

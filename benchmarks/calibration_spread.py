@@ -42,7 +42,7 @@ def main() -> None:
 
     from advisor import api
     from advisor.calibration import bench, session
-    from advisor.io import dump_yaml, write_atomic
+    from advisor.io import dump_yaml, write_atomic, write_csv
     from advisor.profiler.profile import profile_model
 
     torch.set_num_threads(args.threads)
@@ -109,13 +109,7 @@ def main() -> None:
                 f"median {statistics.median(ranges[s]):.0%}"
             )
     if not args.no_write:
-        from io import StringIO
-
-        text = StringIO()
-        writer = csv.DictWriter(text, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(kept + rows)
-        write_atomic(OUT, text.getvalue(), "calibration spread")
+        write_csv(OUT, kept + rows, "calibration spread")
 
 
 if __name__ == "__main__":

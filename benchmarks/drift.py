@@ -12,11 +12,9 @@ against the median; writes benchmarks/results/drift.csv. This is why calibrate m
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import sys
 import time
-from io import StringIO
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +44,7 @@ def main() -> None:
 
     import torch
 
-    from advisor.io import write_atomic
+    from advisor.io import write_csv
 
     torch.set_num_threads(args.threads)
     a, b = torch.randn(512, 512), torch.randn(512, 512)
@@ -73,11 +71,7 @@ def main() -> None:
             f"tenth / ninetieth percentile {p10 / mid - 1:+.0%} / {p90 / mid - 1:+.0%} of the median"
         )
     if not args.no_write:
-        text = StringIO()
-        writer = csv.DictWriter(text, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-        write_atomic(OUT, text.getvalue(), "drift samples")
+        write_csv(OUT, rows, "drift samples")
 
 
 if __name__ == "__main__":

@@ -171,6 +171,12 @@ def test_no_temporary_file_is_left_after_an_interrupt(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.yaml"]
 
 
+def test_csv_rows_are_written_whole_with_their_header(tmp_path):
+    # two rows of the first row's keys; a comma inside a field is quoted, as csv does
+    target = io.write_csv(tmp_path / "rows.csv", [{"run": "a", "ms": 1.5}, {"run": "b,c", "ms": 2}], "rows")
+    assert target.read_text().splitlines() == ["run,ms", "a,1.5", '"b,c",2']
+
+
 # ---- unbounded reads ----
 
 

@@ -60,6 +60,15 @@ REPORT = [
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 PHASES = ("forward", "backward", "optimizer")
 PROCESSES = 3  # fresh processes timed per row; the row takes their median
+# every row: (set, model, batch)
+CASES = [(s, n, b) for s, group in (("tuning", TUNING), ("report", REPORT)) for n, bs in group for b in bs]
+
+
+def profile(name: str, batch: int):
+    """The fp32 CPU profile of benchmarks/models/NAME.py at `batch` (counts only: nothing timed)."""
+    from advisor.profiler.profile import profile_model
+
+    return profile_model(MODELS / f"{name}.py", batch_size=batch, device="cpu", precision="fp32", repeats=0)
 
 
 def load() -> float:
@@ -192,7 +201,6 @@ def run_threads(
     from advisor import api
     from advisor.estimator.bands import workload_kind
     from advisor.io import dump_yaml, write_atomic
-    from advisor.profiler.profile import profile_model
 
     torch.set_num_threads(threads)
     cal_path = reuse or RESULTS / f"calibration-cpu-{threads}t.yaml"
@@ -205,7 +213,7 @@ def run_threads(
     for split, name, batch in cases:
         path = MODELS / f"{name}.py"
         if (name, batch) not in profiles:  # counts do not depend on the thread count
-            profiles[(name, batch)] = profile_model(path, batch_size=batch, device="cpu", precision="fp32", repeats=0)
+            profiles[(name, batch)] = profile(name, batch)
         prof = profiles[(name, batch)]
         before = load()
         t = measure(path, batch, threads, processes)
@@ -385,8 +393,7 @@ def main() -> None:
     default = torch.get_num_threads()
     counts = [int(t) for t in args.threads.split(",")] if args.threads else sorted({1, default})
     only = set(args.only.split(",")) if args.only else None
-    cases = [(s, n, b) for s, group in (("tuning", TUNING), ("report", REPORT)) for n, bs in group for b in bs]
-    cases = [c for c in cases if not only or c[1] in only]
+    cases = [c for c in CASES if not only or c[1] in only]
     if args.wait_quiet:
         wait_quiet(args.wait_quiet)
     start = time.perf_counter()

@@ -43,19 +43,10 @@ def main() -> None:
     from advisor import api
     from advisor.calibration import bench, session
     from advisor.io import dump_yaml, write_atomic, write_csv
-    from advisor.profiler.profile import profile_model
 
     torch.set_num_threads(args.threads)
-    cases = [
-        (split, name, batch)
-        for split, families in (("tuning", accuracy.TUNING), ("report", accuracy.REPORT))
-        for name, batches in families
-        for batch in batches
-    ]
-    profiles = {}
-    for _, name, batch in cases:
-        path = accuracy.MODELS / f"{name}.py"
-        profiles[(name, batch)] = profile_model(path, batch_size=batch, device="cpu", precision="fp32", repeats=0)
+    cases = accuracy.CASES
+    profiles = {(name, batch): accuracy.profile(name, batch) for _, name, batch in cases}
     sweeps = (1, bench.SWEEPS)
     run = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M")
     rows = []

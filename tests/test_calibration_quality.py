@@ -93,6 +93,36 @@ def test_each_calibration_figure_is_the_median_of_its_sweeps():
     assert "Each size-dependent figure is the median of 3 sweeps." in build(m)["efficiency"][0]["note"]
 
 
+def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
+    from advisor.calibration import bench
+
+    # each fake sweep's 50 MB add took 0.8, 1.9, 1.1 ms in turn; everything else is empty
+    times = iter([0.8e-3, 1.9e-3, 1.1e-3])
+
+    def sweep(device, clock, quick, tick):
+        tick("memory bandwidth")
+        empty = {k: [] for k in ("skinny", "conv", "conv_backward", "copy")}
+        return {
+            **empty,
+            "matmul": {},
+            "floors": {},
+            "ops": {},
+            "launch_s": None,
+            "gelu_s": 2e-3,
+            "copy": [bench.Point(5e7, next(times))],
+            "first_touch": (2e-10, True),
+        }
+
+    monkeypatch.setattr(bench, "_sweep", sweep)
+    ticks = []
+    m = bench.run("cpu", quick=True, tick=ticks.append, sweeps=3)  # --quick --sweeps 3: three sweeps, as asked
+    assert m.sweeps == 3 and m.copy[0].seconds == 1.1e-3  # the median of 0.8, 1.9, 1.1 ms
+    assert "memory bandwidth (sweep 3 of 3)" in ticks
+    times = iter([0.9e-3])
+    m = bench.run("cpu", quick=True)  # --quick alone: one sweep
+    assert m.sweeps == 1 and m.copy[0].seconds == 0.9e-3
+
+
 def test_contradictions_of_a_busy_machine_are_flagged():
     m = quiet()
     m.spreads = [("mm", 1.5), ("copy", 1.4), ("gelu", 1.0)]  # 2 of 3 rounds far apart (> 20 % of them)

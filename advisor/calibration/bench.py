@@ -273,9 +273,9 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
 def run(
     device: str, quick: bool = False, tick: Callable[[str], None] = lambda s: None, sweeps: int | None = None
 ) -> Measurements:
-    """Every microbenchmark on `device` ('cpu' or 'cuda'). `quick` trims sizes and time (tests) and measures one
-    sweep; otherwise `sweeps` of the size-dependent ones (default SWEEPS on a CPU, one on a GPU), each point's
-    median kept."""
+    """Every microbenchmark on `device` ('cpu' or 'cuda'). `quick` trims sizes and time (tests). The size-dependent
+    ones are measured in `sweeps` sweeps, each point's median kept (default: SWEEPS on a CPU, one on a GPU or
+    with `quick`)."""
     import torch
 
     from advisor.calibration import kernels
@@ -304,7 +304,7 @@ def run(
         finally:
             torch.set_num_threads(threads)
 
-    sweeps = 1 if quick else (sweeps or (1 if cuda else SWEEPS))
+    sweeps = sweeps or (1 if quick or cuda else SWEEPS)
     m.sweeps = sweeps
     results = []
     for i in range(sweeps):

@@ -157,6 +157,43 @@ def test_convolution_follows_its_intensity_curve():
     )
 
 
+def test_convolution_setup_is_fitted_from_two_batches_and_kept_out_of_the_curve():
+    from advisor.calibration.overlay import conv_setup
+
+    # three layers, each timed at batch 16 and batch 4 (a quarter of the FLOPs). Layer 1: 4e9 FLOPs in 1.1 ms,
+    # 1e9 in 0.35 ms: the line through them, t = a + FLOPs x s, has s = 0.75 ms / 3e9 = 2.5e-13, a = 0.35 -
+    # 0.25 = 0.1 ms. Layer 2: 8e8 in 0.26 ms, 2e8 in 0.14 ms -> a = (4 x 0.14 - 0.26) / 3 = 0.1 ms. Layer 3:
+    # 4e8 in 0.2 ms, 1e8 in 0.11 ms -> a = (0.44 - 0.2) / 3 = 0.08 ms. Median 0.1 ms, less the 1 µs dispatch.
+    full = [(4e9, 4e7, 1.1e-3), (8e8, 2e6, 0.26e-3), (4e8, 4e6, 0.2e-3)]
+    small = [(1e9, 1e7, 0.35e-3), (2e8, 0.5e6, 0.14e-3), (1e8, 1e6, 0.11e-3)]
+    assert conv_setup(full, small, 1e-6) == pytest.approx(99e-6)
+    assert conv_setup(full, small[:2], 1e-6) == 0.0  # not in pairs: nothing fitted
+    assert conv_setup(full, [], 1e-6) == 0.0  # a GPU: one batch only
+    assert conv_setup([(4e9, 4e7, 1e-3)], [(1e9, 1e7, 0.2e-3)], 1e-6) == 0.0  # t4 x 4 < t16: no fixed part
+
+    m = fake_measurements()
+    m.conv, m.conv_small = full, small
+    data = build(m, {"forward": 20e-6})
+    _, eff = models(data)
+    assert eff.op_setup_s == {"aten.convolution": pytest.approx(99e-6)}
+    # the curve holds the rest: layer 1 (intensity 100) 4e9 / (1.1 ms - 1 µs - 99 µs) = 4e12 FLOP/s -> 1.0 of the
+    # 2e11 fp32 peak (capped); layer 3 (intensity 100 too, so the two share their mean) 4e8 / 0.1 ms = 4e12 -> 1.0;
+    # layer 2 (intensity 400) 8e8 / 0.16 ms = 5e12 -> 1.0
+    assert [s.efficiency for s in eff.conv_by_intensity] == [1.0, 1.0]
+
+
+def test_convolution_setup_adds_to_every_call():
+    eff = Efficiency(**{**EFF.model_dump(), "min_op_s": {"aten.convolution": 50e-6}})
+    eff = eff.model_copy(update={"op_setup_s": {"aten.convolution": 40e-6}})
+    # a tiny convolution: 2e3 FLOPs (20 ns) held at the 50 µs floor, + 40 µs setup, + 10 µs overhead: 2 calls
+    # = 2 x 100 µs
+    assert op_time(DEVICE, eff, 4e3, 0, 2, "matrix", "fp32", op="aten.convolution").seconds == pytest.approx(200e-6)
+    # a large one: 1e9 FLOPs at the fp32 curve's 0.8 of 1e11 = 12.5 ms, + 40 µs + 10 µs
+    assert op_time(DEVICE, eff, 1e9, 0, 1, "matrix", "fp32", op="aten.convolution").seconds == pytest.approx(12.55e-3)
+    # other ops pay none: a 1e9-FLOP GEMM, 12.5 ms + 10 µs
+    assert op_time(DEVICE, eff, 1e9, 0, 1, "matrix", "fp32", op="aten.mm").seconds == pytest.approx(12.51e-3)
+
+
 def test_named_op_efficiency_overrides_the_curves():
     eff = Efficiency(**{**EFF.model_dump(), "op_efficiency": {"aten.exp": 0.01}})
     # exp: 1e6 FLOPs at 1e11 * 0.01 = 1e9 FLOP/s -> 1 ms; memory 8e6 / 5e9 = 1.6 ms wins; + 10 µs.

@@ -48,6 +48,9 @@ class Measurements:
     module_overhead_s: float | None = None
     conv: list[tuple[float, float, float]] = field(default_factory=list)  # forward: (FLOPs, bytes, s) per call
     conv_backward: list[tuple[float, float, float]] = field(default_factory=list)
+    # CPUs: the same layers at a quarter of the batch, in the same order (kernels.conv_points)
+    conv_small: list[tuple[float, float, float]] = field(default_factory=list)
+    conv_backward_small: list[tuple[float, float, float]] = field(default_factory=list)
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
     floors: dict[str, float] = field(default_factory=dict)  # aten op -> seconds of its smallest call
     launch_s: float | None = None  # GPUs: device time per tiny kernel run back to back (a CUDA graph)
@@ -231,7 +234,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
     tick("matmul shapes")
     skinny = kernels.skinny_points(device, clock, quick)
     tick("convolutions")
-    conv, conv_backward = kernels.conv_points(device, clock, quick)
+    conv, conv_backward, conv_small, conv_backward_small = kernels.conv_points(device, clock, quick)
     smallest = kernels.floors(device, clock)
     launch_s = None
     if cuda:
@@ -261,6 +264,8 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "skinny": skinny,
         "conv": conv,
         "conv_backward": conv_backward,
+        "conv_small": conv_small,
+        "conv_backward_small": conv_backward_small,
         "floors": smallest,
         "launch_s": launch_s,
         "copy": copy,
@@ -311,7 +316,8 @@ def run(
         of = f" (sweep {i + 1} of {sweeps})" if sweeps > 1 else ""
         results.append(_sweep(device, clock, quick, lambda what, of=of: tick(what + of)))
     merged = median_of(results)
-    for key in ("matmul", "skinny", "conv", "conv_backward", "floors", "launch_s", "copy", "ops"):
+    swept = ("matmul", "skinny", "conv", "conv_backward", "conv_small", "conv_backward_small", "floors", "launch_s")
+    for key in (*swept, "copy", "ops"):
         setattr(m, key, merged[key])
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     m.vector_seconds, m.vector_bytes = merged["gelu_s"], 8.0 * n

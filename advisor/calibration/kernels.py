@@ -35,6 +35,8 @@ CONV_SHAPES = (
     (16, 16, 32, 32, 1, 3, 2),
     (16, 32, 64, 16, 1, 1, 2),
 )
+# A CPU also times every layer above at 1/SMALL_BATCH_SHARE of its batch (conv_points).
+SMALL_BATCH_SHARE = 4
 # A GPU runs the layers above in a few microseconds: there the calibration adds a ResNet-50 stage's layers at
 # batch 32, whose convolutions keep every multiprocessor busy (the efficiency they reach, not a launch's latency).
 CONV_SHAPES_GPU = (
@@ -142,30 +144,53 @@ def floors(device: str, clock: Clock) -> dict[str, float]:
 
 def conv_points(device: str, clock: Clock, quick: bool):
     """Forward and backward (input and weight gradients) of CNN-like conv2d layers, NCHW as eager runs
-    them: two lists of (FLOPs, bytes read + written, seconds) per call, counted by the profiler's counter."""
+    them: lists of (FLOPs, bytes read + written, seconds) per call, counted by the profiler's counter, as
+    (forward, backward, forward at a quarter of the batch, backward at a quarter of the batch). A CPU times each
+    layer at both batches (SMALL_BATCH_SHARE): from two samples on, oneDNN's call costs some 40-120 µs that do not
+    grow with the batch, which the two sizes separate from the per-sample rate (see overlay.conv_setup); a GPU
+    times the full batch only (its quarter-batch lists stay empty)."""
+    fwd, bwd, fwd_small, bwd_small = [], [], [], []
+    shapes = CONV_SHAPES[::4] if quick else CONV_SHAPES + (CONV_SHAPES_GPU if device == "cuda" else ())
+    for n, cin, cout, side, groups, k, stride in shapes:
+        small = max(1, n // SMALL_BATCH_SHARE) if device != "cuda" and n > 1 else None
+        shape = f"conv {cin}->{cout}ch {side}px g{groups} k{k} s{stride}"
+        full = _conv_layer(device, clock, n, cin, cout, side, groups, k, stride, shape)
+        part = None
+        if small:
+            part = _conv_layer(device, clock, small, cin, cout, side, groups, k, stride, f"{shape} batch {small}")
+        for i, (out, out_small) in enumerate(((fwd, fwd_small), (bwd, bwd_small))):
+            if full[i] is None:
+                continue
+            if part is None:
+                out.append(full[i])
+            elif part[i] is not None:  # the two sizes come in pairs, in the same order
+                out.append(full[i])
+                out_small.append(part[i])
+    return fwd, bwd, fwd_small, bwd_small
+
+
+def _conv_layer(device: str, clock: Clock, n: int, cin, cout, side, groups, k, stride, shape: str) -> list:
+    """[(FLOPs, bytes, seconds) of the forward call or None, the same of the backward call or None] of one conv2d
+    layer at batch `n`."""
     import torch
 
     from advisor.calibration.ops import _counted
 
     A = torch.ops.aten
-    fwd, bwd = [], []
-    shapes = CONV_SHAPES[::4] if quick else CONV_SHAPES + (CONV_SHAPES_GPU if device == "cuda" else ())
-    for n, cin, cout, side, groups, k, stride in shapes:
-        args = ([stride] * 2, [k // 2] * 2, [1, 1], False, [0, 0], groups)
-        calls, back = [], []
-        for _ in range(2):
-            x = torch.randn(n, cin, side, side, device=device)
-            w = torch.randn(cout, cin // groups, k, k, device=device)
-            y = A.convolution(x, w, None, *args)
-            gy = torch.randn_like(y)
-            calls.append(lambda x=x, w=w, a=args: A.convolution(x, w, None, *a))
-            back.append(lambda x=x, w=w, gy=gy, a=args: A.convolution_backward(gy, x, w, None, *a, [True, True, False]))
-        shape = f"conv {cin}->{cout}ch {side}px g{groups} k{k} s{stride}"
-        for fns, out, what in ((calls, fwd, shape), (back, bwd, shape + " backward")):
-            counted = [c for c in _counted(fns[0]) if c[0].startswith("aten.convolution")]
-            if len(counted) == 1:
-                out.append((counted[0][1], counted[0][2], clock(alternate(fns), what)))
-    return fwd, bwd
+    args = ([stride] * 2, [k // 2] * 2, [1, 1], False, [0, 0], groups)
+    calls, back = [], []
+    for _ in range(2):
+        x = torch.randn(n, cin, side, side, device=device)
+        w = torch.randn(cout, cin // groups, k, k, device=device)
+        y = A.convolution(x, w, None, *args)
+        gy = torch.randn_like(y)
+        calls.append(lambda x=x, w=w, a=args: A.convolution(x, w, None, *a))
+        back.append(lambda x=x, w=w, gy=gy, a=args: A.convolution_backward(gy, x, w, None, *a, [True, True, False]))
+    out = []
+    for fns, what in ((calls, shape), (back, shape + " backward")):
+        counted = [c for c in _counted(fns[0]) if c[0].startswith("aten.convolution")]
+        out.append((counted[0][1], counted[0][2], clock(alternate(fns), what)) if len(counted) == 1 else None)
+    return out
 
 
 def kernel_s(device: str, clock: Clock, kernels: int = 200) -> float:

@@ -14,6 +14,7 @@ import math
 import os
 import platform
 import re
+import statistics
 from pathlib import Path
 
 from advisor.calibration.bench import Measurements, Point
@@ -87,6 +88,21 @@ def _seconds(t: float, dispatch_s: float) -> float:
     return max(t - dispatch_s, 0.1 * t)
 
 
+def conv_setup(full: list, small: list, dispatch_s: float) -> float:
+    """Seconds a convolution call costs beyond the dispatch floor whatever its batch: the median over the layers
+    measured at two batches (`full` and `small`, (FLOPs, bytes, seconds) per call, in pairs) of the intercept of
+    the line through their two times, t = setup + FLOPs x seconds per FLOP; 0 without pairs. A layer whose two
+    sizes differ by less than half is left out."""
+    if len(full) != len(small):
+        return 0.0
+    intercepts = []
+    for (f, _, t), (f_small, _, t_small) in zip(full, small, strict=True):
+        ratio = f / f_small if f_small > 0 else 0.0
+        if ratio >= 1.5:
+            intercepts.append((ratio * t_small - t) / (ratio - 1))
+    return max(0.0, statistics.median(intercepts) - dispatch_s) if intercepts else 0.0
+
+
 def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
     """The curves of the calibrated fields: GEMM shape cap, convolutions, named ops."""
     out: dict = {}
@@ -94,9 +110,19 @@ def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
         # FLOPs per byte -> efficiency; past the squarest measured shape the cap no longer binds
         pts = monotone([(f / b, f / _seconds(t, m.dispatch_s) / fp32) for f, b, t in m.skinny])
         out["matmul_by_intensity"] = _curve([*pts, (2 * pts[-1][0], 1.0)])
-    for key, data in (("conv_by_intensity", m.conv), ("conv_backward_by_intensity", m.conv_backward)):
+    setups = {}
+    for op, key, data, small in (
+        ("aten.convolution", "conv_by_intensity", m.conv, m.conv_small),
+        ("aten.convolution_backward", "conv_backward_by_intensity", m.conv_backward, m.conv_backward_small),
+    ):
+        setup = conv_setup(data, small, m.dispatch_s)
+        if setup > 0:
+            setups[op] = f"{setup:.4g}"
         if data:
-            out[key] = _curve(monotone([(f / b, f / _seconds(t, m.dispatch_s) / fp32) for f, b, t in data]))
+            rates = [(f / b, f / max(t - m.dispatch_s - setup, 0.1 * t) / fp32) for f, b, t in data]
+            out[key] = _curve(monotone(rates))
+    if setups:
+        out["op_setup_s"] = setups
     curves = {}
     memory = _curve([(p.size, p.size / _body(p, m.dispatch_s) / bandwidth) for p in m.copy]) if m.copy else None
     for op, points in sorted(m.ops.items()):
@@ -189,7 +215,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         "note": (
             f"{source}, {today}, {m.threads} thread(s): matmul efficiency by FLOPs per call per dtype relative "
             f"to the best measured rate, capped by FLOPs per byte for GEMMs with a small dimension; "
-            f"convolutions by FLOPs per byte; an out-of-place add by bytes per call for memory-bound work; "
+            f"convolutions by FLOPs per byte, with a fixed cost per call from the same layers at two batches; "
+            f"an out-of-place add by bytes per call for memory-bound work; "
             f"the common vector ops by bytes per call against their own roofline; gelu throughput for other "
             f"vector work; and the fixed cost of an op per training phase and of a module call from timing "
             f"tiny nets (advisor/calibration/nets)."

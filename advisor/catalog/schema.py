@@ -335,6 +335,12 @@ class Efficiency(Strict):
         description="least time of one call of these aten ops beyond the per-op overhead: a library call "
         "(a GEMM, a convolution) has a setup cost that no efficiency at its size describes",
     )
+    op_setup_s: dict[str, Duration] = Field(
+        {},
+        description="time every call of these aten ops adds to the time its efficiency gives, whatever its size: "
+        "oneDNN's convolutions on a CPU cost some 40-120 µs a call from two samples on, which a curve by FLOPs per "
+        "byte cannot carry (fitted by calibrate from the same layers at two batch sizes)",
+    )
     conv_scale: float | None = Field(
         None,
         gt=0,

@@ -101,6 +101,7 @@ class OpTable:
     size_scale: np.ndarray  # FLOPs multiplier of the size-curve lookup (roofline.size_factor)
     op_curve: np.ndarray  # index into `curves` of the op's own measured curve by bytes per call (-1: none)
     min_s: np.ndarray  # least body time of one call
+    setup_s: np.ndarray  # time every call adds to its body (Efficiency.op_setup_s)
     live: np.ndarray  # 0 for records a steady-state step on this device does not run
     reuse: np.ndarray  # optimizer records (data last touched a whole step ago): how far the step's traffic is
     # looked up (roofline.reuse_cap); 0: not an optimizer record
@@ -232,6 +233,7 @@ class _EffPart:
     scale: np.ndarray
     op_curve: np.ndarray
     min_s: np.ndarray
+    setup_s: np.ndarray
     curves: list
     live: np.ndarray
     reuse: np.ndarray
@@ -268,7 +270,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
         return curve_ids[id(steps)]
 
     n = len(rec.rows)
-    eta, curve, conv, overhead, cap, scale, op_curve, min_s = (np.zeros(n) for _ in range(8))
+    eta, curve, conv, overhead, cap, scale, op_curve, min_s, setup_s = (np.zeros(n) for _ in range(9))
     units: list[tuple[str, str] | None] = [None] * n
     family_constants: dict[tuple, tuple] = {}  # the few distinct (category, dtype, op, phase) of a profile
     for j, (_i, category, dtype, name, phase) in enumerate(rec.rows):
@@ -287,8 +289,11 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
                 factor,
                 curve_index(own),
                 eff.min_op_s.get(name, 0.0) if name else 0.0,
+                eff.op_setup_s.get(name, 0.0) if name else 0.0,
             )
-        units[j], eta[j], curve[j], conv[j], overhead[j], cap[j], scale[j], op_curve[j], min_s[j] = constants
+        units[j], eta[j], curve[j], conv[j], overhead[j], cap[j], scale[j], op_curve[j], min_s[j], setup_s[j] = (
+            constants
+        )
     # what this family of devices runs of each record
     fused = replaced_modules(profile, eff, cpu)
     stepped = recurrent_modules(profile, eff, cpu)
@@ -343,8 +348,9 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     values[:, 2] -= s_fix
     values[:, 3] -= s_per
     return _EffPart(
-        units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, curves, live, reuse, hot, values, s_fix, s_per,
-        sort_idx, sort_max, transpose, pad, f_profile, wave, unaligned, blocks, gather, copies, host_calls, fused,
+        units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, setup_s, curves, live, reuse, hot, values,
+        s_fix, s_per, sort_idx, sort_max, transpose, pad, f_profile, wave, unaligned, blocks, gather, copies,
+        host_calls, fused,
         (
             sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
             sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
@@ -414,6 +420,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         size_scale=size_scale,
         op_curve=part.op_curve.astype(int),
         min_s=part.min_s,
+        setup_s=part.setup_s,
         live=part.live,
         reuse=part.reuse,
         hot=part.hot,
@@ -548,6 +555,7 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     if table.block_s and table.gather.any():  # an embedding lookup: one thread block per row
         rows = (table.gather[:, 0] * weight + table.gather[:, 1] * micro * act) / table.calls
         body = np.maximum(body, rows * table.block_s)
+    body = body + table.setup_s  # a library call's fixed cost (a CPU convolution's), whatever its size
     serial = table.s_fix * weight + table.s_per * micro * act
     if table.copies.any():
         serial = serial + table.copies * micro * act

@@ -283,6 +283,7 @@ def op_time(
                 t_cmp = max(t_cmp, f_call / flops_cap)
     t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls))
     body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0, floor_s)
+    body += eff.op_setup_s.get(op, 0.0) if op else 0.0  # a library call's fixed cost, whatever its size
     compute_bound = t_cmp >= t_mem and t_cmp > 0
     return OpTime(
         seconds=(body + t_serial) * calls + overhead,

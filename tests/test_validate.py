@@ -169,3 +169,28 @@ def test_validate_says_how_much_of_the_faulting_the_estimate_counted(tmp_path):
     # the step's fresh 48 MiB buffer is mapped anew each step: (48 MiB + 8, 16-aligned, + 8) in pages = 50.3 MB
     # replayed, all of it counted
     assert any("of which the estimate counts 50 MB" in note for note in out["notes"]), out["notes"]
+
+
+def test_steps_are_timed_before_anything_else_runs_in_the_process(monkeypatch):
+    """A user's training script faults in what glibc hands back, step after step; after the counting passes
+    (two batches, a traced replay) glibc's thresholds have grown and a step faults in nothing. So the timed steps
+    come first: the order of the calls profile_model makes is timing, then batch 1, then batch 2."""
+    from advisor.profiler import profile
+
+    calls = []
+    real_time, real_run = profile.time_steps, profile.run_step
+
+    def time_steps(*args, **kwargs):
+        calls.append("timing")
+        return real_time(*args, **kwargs)
+
+    def run_step(mf, dev, batch, *args, **kwargs):
+        calls.append(f"count batch {batch}")
+        return real_run(mf, dev, batch, *args, **kwargs)
+
+    monkeypatch.setattr(profile, "time_steps", time_steps)
+    monkeypatch.setattr(profile, "run_step", run_step)
+    prof = profile.profile_model(ROOT / "tests" / "models" / "tiny_mlp.py", batch_size=4, device="cpu", warmup=1,
+                                 repeats=2, faults=False)  # fmt: skip
+    assert calls == ["timing", "count batch 4", "count batch 8"]
+    assert prof.timing is not None and prof.timing.repeats == 2

@@ -56,6 +56,7 @@ REPORT = [
     ("encoder", (4, 16)),
     ("recommender", (256, 1024)),
     ("gnnet", (4, 16)),
+    ("audio1d", (8, 32)),
 ]
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 PHASES = ("forward", "backward", "optimizer")

@@ -316,8 +316,8 @@ def run(
         of = f" (sweep {i + 1} of {sweeps})" if sweeps > 1 else ""
         results.append(_sweep(device, clock, quick, lambda what, of=of: tick(what + of)))
     merged = median_of(results)
-    swept = ("matmul", "skinny", "conv", "conv_backward", "conv_small", "conv_backward_small", "floors", "launch_s")
-    for key in (*swept, "copy", "ops"):
+    merged_keys = ("matmul", "skinny", "conv", "conv_backward", "conv_small", "conv_backward_small", "floors")
+    for key in (*merged_keys, "launch_s", "copy", "ops"):
         setattr(m, key, merged[key])
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     m.vector_seconds, m.vector_bytes = merged["gelu_s"], 8.0 * n

@@ -146,7 +146,7 @@ def conv_points(device: str, clock: Clock, quick: bool):
     """Forward and backward (input and weight gradients) of CNN-like conv2d layers, NCHW as eager runs
     them: lists of (FLOPs, bytes read + written, seconds) per call, counted by the profiler's counter, as
     (forward, backward, forward at a quarter of the batch, backward at a quarter of the batch). A CPU times each
-    layer at both batches (SMALL_BATCH_SHARE): from two samples on, oneDNN's call costs some 40-120 µs that do not
+    layer at both batches (SMALL_BATCH_SHARE): from two samples on, oneDNN's call costs some 50-190 µs that do not
     grow with the batch, which the two sizes separate from the per-sample rate (see overlay.conv_setup); a GPU
     times the full batch only (its quarter-batch lists stay empty)."""
     fwd, bwd, fwd_small, bwd_small = [], [], [], []

@@ -338,7 +338,7 @@ class Efficiency(Strict):
     op_setup_s: dict[str, Duration] = Field(
         {},
         description="time every call of these aten ops adds to the time its efficiency gives, whatever its size: "
-        "oneDNN's convolutions on a CPU cost some 40-120 µs a call from two samples on, which a curve by FLOPs per "
+        "oneDNN's convolutions on a CPU cost some 50-190 µs a call from two samples on, which a curve by FLOPs per "
         "byte cannot carry (fitted by calibrate from the same layers at two batch sizes)",
     )
     conv_scale: float | None = Field(

@@ -257,10 +257,9 @@ def collect_runs(folders: list[Path], out: Path) -> None:
             ms = (t.step_time_s, t.forward_s, t.backward_s, t.optimizer_s)
             keys = ("step_ms", "forward_ms", "backward_ms", "optimizer_ms")
             rows.append({"run": run, "name": path.stem, **{k: f"{v * 1e3:.4g}" for k, v in zip(keys, ms, strict=True)}})
-    with open(out / "runs.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, ["run", "name", "step_ms", "forward_ms", "backward_ms", "optimizer_ms"])
-        w.writeheader()
-        w.writerows(rows)
+    from advisor.io import write_csv
+
+    write_csv(out / "runs.csv", rows, "timed runs")
 
 
 def run_steps(folder: Path) -> dict[str, list[float]]:
@@ -350,11 +349,10 @@ def report(folder: Path, write: bool) -> None:
     write_bands(rows, environment_of(folder))
     fields = ["name", "set", "kind", "precision", "batch", "measured_ms", "spread"]
     fields += [f"{a}_{b}" for a in ("catalog", "calibrated") for b in ("device", "ms", "error")]
-    with open(folder / "validation.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fields)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: f"{v:.4g}" if isinstance(v, float) else v for k, v in r.items()})
+    from advisor.io import write_csv
+
+    shown = [{k: (f"{r[k]:.4g}" if isinstance(r.get(k), float) else r.get(k, "")) for k in fields} for r in rows]
+    write_csv(folder / "validation.csv", shown, "validation rows")
     readme(rows, lines, environment_of(folder), runs)
 
 

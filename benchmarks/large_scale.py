@@ -38,7 +38,6 @@ report rows (the rows nothing was tuned on) and, separately, on the tuning rows.
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import math
 import statistics
@@ -55,7 +54,7 @@ from advisor.errors import UserError  # noqa: E402
 from advisor.estimator.config import Config  # noqa: E402
 from advisor.estimator.estimate import estimate  # noqa: E402
 from advisor.estimator.layout import Layout  # noqa: E402
-from advisor.io import read_yaml  # noqa: E402
+from advisor.io import read_yaml, write_csv  # noqa: E402
 from advisor.profiler.schema import load_profile, save_profile  # noqa: E402
 from advisor.profiler.structure import in_block, is_fused_attention, is_weight_op, shapes_of  # noqa: E402
 
@@ -347,10 +346,7 @@ def main(argv: list[str]) -> None:
         print(summary(results, which))
     print(f"({len(results)} rows in {time.perf_counter() - start:.1f} s)")
     if args.csv:
-        with open(args.csv, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(results[0]))
-            writer.writeheader()
-            writer.writerows(results)
+        write_csv(Path(args.csv), results, "large-scale rows")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ published markers. Runs in about a minute (profiles are cached under benchmarks/
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import functools
 import statistics
@@ -334,7 +333,7 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated families")
     ap.add_argument("--no-write", action="store_true", help="print only: no CSV, bands or README")
     args = ap.parse_args()
-    from advisor.io import dump_yaml, read_yaml, write_atomic
+    from advisor.io import dump_yaml, read_yaml, write_atomic, write_csv
 
     start = time.perf_counter()
     rows = read_yaml(args.data)["rows"]
@@ -361,10 +360,8 @@ def main() -> None:
     write_atomic(BANDS, header + dump_yaml(bands(results)), "error bands")
     rebanded(results)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    with open(RESULTS / "published-gpu.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(results[0]))
-        writer.writeheader()
-        writer.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in results)
+    shown = [{k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in results]
+    write_csv(RESULTS / "published-gpu.csv", shown, "published rows")
     write_readme(text)
 
 

@@ -257,13 +257,14 @@ def write_atomic(path: Path, text: str | bytes, what: str = "output") -> Path:
     return Path(path)
 
 
-def write_csv(path: Path, rows: list[dict], what: str = "table") -> Path:
-    """Write `rows` (dicts with the same keys, the first row's order) as CSV with a header, via write_atomic."""
+def write_csv(path: Path, rows: list[dict], what: str = "table", fields: list[str] | None = None) -> Path:
+    """Write `rows` as CSV with a header of `fields` (default: the first row's keys, in order), via write_atomic;
+    no rows and given fields: the header alone."""
     import csv
     import io
 
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer = csv.DictWriter(text, fieldnames=fields or list(rows[0]))
     writer.writeheader()
     writer.writerows(rows)
     return write_atomic(path, text.getvalue(), what)

@@ -259,7 +259,8 @@ def collect_runs(folders: list[Path], out: Path) -> None:
             rows.append({"run": run, "name": path.stem, **{k: f"{v * 1e3:.4g}" for k, v in zip(keys, ms, strict=True)}})
     from advisor.io import write_csv
 
-    write_csv(out / "runs.csv", rows, "timed runs")
+    fields = ["run", "name", "step_ms", "forward_ms", "backward_ms", "optimizer_ms"]
+    write_csv(out / "runs.csv", rows, "timed runs", fields)  # the header even when no run had steps
 
 
 def run_steps(folder: Path) -> dict[str, list[float]]:

@@ -175,6 +175,9 @@ def test_csv_rows_are_written_whole_with_their_header(tmp_path):
     # two rows of the first row's keys; a comma inside a field is quoted, as csv does
     target = io.write_csv(tmp_path / "rows.csv", [{"run": "a", "ms": 1.5}, {"run": "b,c", "ms": 2}], "rows")
     assert target.read_text().splitlines() == ["run,ms", "a,1.5", '"b,c",2']
+    # no rows yet (a benchmark with nothing collected): the header of the fields given, alone
+    target = io.write_csv(tmp_path / "empty.csv", [], "rows", ["run", "ms"])
+    assert target.read_text().splitlines() == ["run,ms"]
 
 
 # ---- unbounded reads ----

@@ -10,7 +10,8 @@ For each thread count:
    FLOPs per cycle (lscpu flags) x the /proc/cpuinfo clock, bandwidth = the catalog's EPYC 9654 per core, the
    shipped x86-cpu efficiencies: what advisor says about this CPU without calibrating it.
 3. For each model of benchmarks/models at two batch sizes: times real fp32 training steps in three fresh Python
-   processes one after another (--processes), as a user's training starts (in each, 7 steps after 3 warm-up ones:
+   processes (--processes), in rounds over all the rows so that a row's processes lie minutes apart, as a user's
+   training starts (in each, 7 steps after 3 warm-up ones:
    one thread the median on the process's CPU clock, more threads each phase's fastest on the wall clock; the row
    takes the median over the processes and records their spread), counting the memory each step faults in, and
    estimates the same step on both entries.
@@ -142,23 +143,35 @@ def calibrate(path: Path) -> tuple[float, list[str]]:
     return m.seconds, m.warnings
 
 
-def measure(path: Path, batch: int, threads: int, processes: int = PROCESSES) -> dict[str, float]:
-    """measure_here in `processes` fresh Python processes, one after another, as a user's training or `advisor
-    validate` starts: in this long-lived one, what a step faults in depends on what ran before it (glibc malloc's
-    thresholds for handing freed memory back to the OS grow with the blocks already freed); one in-process run
-    measured the recommender at 0 MB per step, fresh processes at 38-51 MB. Each figure is the median over the
-    processes, and "spread" is (slowest - fastest) / median of their step totals: on this shared VM one process
-    has measured the recommender's step at 1,024 at 47.3 ms where the three runs before measured 33-36 ms."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", str(path), str(batch), str(threads)]
-    runs = []
-    for _ in range(processes):
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"timing {path.name} at batch {batch} failed:\n{done.stderr[-2000:]}")
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    out = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-    totals = [sum(r[p] for p in PHASES) for r in runs]
-    out["spread"] = (max(totals) - min(totals)) / statistics.median(totals)
+def measure(cases: list[tuple[Path, int]], threads: int, processes: int = PROCESSES) -> list[dict[str, float]]:
+    """measure_here for each (model file, batch) of `cases` in `processes` fresh Python processes, as a user's
+    training or `advisor validate` starts: in this long-lived one, what a step faults in depends on what ran before
+    it (glibc malloc's thresholds for handing freed memory back to the OS grow with the blocks already freed); one
+    in-process run measured the recommender at 0 MB per step, fresh processes at 38-51 MB.
+
+    The processes run in rounds, one per case a round, so that a row's processes lie minutes apart: on this shared
+    VM a slow spell lasts longer than one row's processes run back to back (run 24 measured the GRU at 32 at
+    148.9 ms with its three processes 1 % apart, each a few seconds after the last; the same three, timed again
+    later that day, 127-129 ms). Each figure is the median over a row's processes, "spread" is (slowest - fastest)
+    / median of their step totals and "load" the mean 1-minute load average before them."""
+    runs: list[list[dict]] = [[] for _ in cases]
+    loads: list[list[float]] = [[] for _ in cases]
+    for k in range(processes):
+        for i, (path, batch) in enumerate(cases):
+            print(f"  {threads}t round {k + 1}/{processes}: {path.stem} at {batch}", file=sys.stderr)
+            loads[i].append(load())
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", str(path), str(batch), str(threads)]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"timing {path.name} at batch {batch} failed:\n{done.stderr[-2000:]}")
+            runs[i].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    out = []
+    for row_runs, row_loads in zip(runs, loads, strict=True):
+        row = {key: statistics.median(r[key] for r in row_runs) for key in row_runs[0]}
+        totals = [sum(r[p] for p in PHASES) for r in row_runs]
+        row["spread"] = (max(totals) - min(totals)) / statistics.median(totals)
+        row["load"] = statistics.mean(row_loads)
+        out.append(row)
     return out
 
 
@@ -209,14 +222,14 @@ def run_threads(
     ds_path = RESULTS / "datasheet-cpu.yaml"
     write_atomic(ds_path, dump_yaml(datasheet_overlay(api.catalog(), threads)), "datasheet entry")
     cat = api.catalog([cal_path, ds_path])
-    rows = []
-    for split, name, batch in cases:
-        path = MODELS / f"{name}.py"
+    for _, name, batch in cases:
         if (name, batch) not in profiles:  # counts do not depend on the thread count
             profiles[(name, batch)] = profile(name, batch)
+    timed = measure([(MODELS / f"{name}.py", batch) for _, name, batch in cases], threads, processes)
+    rows = []
+    for (split, name, batch), t in zip(cases, timed, strict=True):
         prof = profiles[(name, batch)]
-        before = load()
-        t = measure(path, batch, threads, processes)
+        before = t.pop("load")
         fault_bytes = t.pop("faults")
         median_step = t.pop("median_step")
         spread = t.pop("spread")
@@ -289,9 +302,10 @@ def markdown(all_rows: list[dict], metas: list[dict], info: dict) -> str:
     lines = [
         f"Measured on {cpu_name()} ({info['date']}, fp32, the models' own optimizers, 7 steps after 3 in each of "
         f"{info['processes']} fresh processes, the median over the processes; "
-        f"benchmark wall time {info['wall_s']:.0f} s). The load column is the 1-minute load average when the "
-        "row was measured, the benchmark's own threads included: rows above about 1 (one thread) or 2 (two "
-        "threads) shared the machine with other work.",
+        f"benchmark wall time {info['wall_s']:.0f} s). The processes ran in rounds over all the rows, a row's "
+        "minutes apart. The load column is the 1-minute load average before the row's processes (their mean), the "
+        "benchmark's own threads included: rows above about 1 (one thread) or 2 (two threads) shared the machine "
+        "with other work.",
         "",
     ]
     for meta in metas:

@@ -183,7 +183,7 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
     import torch
 
     from advisor.profiler.model_file import load_model_file
-    from advisor.profiler.profile import fault_bytes, minor_faults
+    from advisor.profiler.profile import fault_bytes, minor_faults, parallel_op_s, probe_tensor
     from advisor.profiler.step import PhaseClock, build, train_step
 
     torch.set_num_threads(threads)
@@ -193,6 +193,8 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
     model, data, opt, _ = build(mf, "cpu", batch, "fp32", None)
     phases: list[tuple[float, float, float]] = []
     faults: list[int] = []
+    held = probe_tensor()  # kept to the end: freeing it would move glibc's thresholds (profile.parallel_op_s)
+    probes = [parallel_op_s(held)]
     for i in range(10):
         f0 = minor_faults() or 0
         train_step(mf, model, data, opt, "cpu", None, clock)
@@ -203,7 +205,9 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
     # the median step too: each phase's fastest of 7 is also the one that faulted least, while "faults" (and the
     # estimate) take the median step's
     typical = statistics.median(sum(x) for x in phases)
-    return {**out, "faults": fault_bytes(faults) or 0.0, "median_step": typical}
+    probes = [t for t in (*probes, parallel_op_s(held)) if t is not None]
+    probe = statistics.mean(probes) if probes else 0.0  # the threads' state around the steps; 0 on one thread
+    return {**out, "faults": fault_bytes(faults) or 0.0, "median_step": typical, "parallel_op": probe}
 
 
 def run_threads(
@@ -232,6 +236,7 @@ def run_threads(
         before = t.pop("load")
         fault_bytes = t.pop("faults")
         median_step = t.pop("median_step")
+        probe = t.pop("parallel_op")
         spread = t.pop("spread")
         measured = sum(t.values())
         cal = api.estimate(prof, "local-cpu", precision="fp32", micro_batch=batch, cat=cat)
@@ -258,6 +263,7 @@ def run_threads(
         }
         row["calibrated_error"] = (row["calibrated_s"] - measured) / measured
         row["unpriced_error"] = (row["calibrated_s"] - row["fault_s"] - measured) / measured
+        row["parallel_op_us"] = probe * 1e6
         row["median_step_s"] = median_step
         row["median_step_error"] = (row["calibrated_s"] - median_step) / median_step
         row["datasheet_error"] = (row["datasheet_s"] - measured) / measured
@@ -270,7 +276,14 @@ def run_threads(
             + " ".join(f"{row[f'measured_{p}_s'] * 1e3:.1f}/{row[f'calibrated_{p}_s'] * 1e3:.1f}" for p in PHASES),
             file=sys.stderr,
         )
-    meta = {"threads": threads, "calibration_s": cal_s, "warnings": warnings, "load_before": load_before}
+    probes = cat.efficiency[cat.devices["local-cpu"].efficiency].parallel_op_s or []
+    meta = {
+        "threads": threads,
+        "calibration_s": cal_s,
+        "warnings": warnings,
+        "load_before": load_before,
+        "parallel_op_us": [t * 1e6 for t in probes],
+    }
     return rows, meta
 
 
@@ -279,16 +292,40 @@ def summary(rows: list[dict], key: str) -> tuple[float, float]:
     return statistics.median(errors), max(errors)
 
 
+def state_line(report: list[dict], calibration_us: list[float]) -> str:
+    """The report rows grouped by the threads' state they were timed in against the calibration's (validate's
+    thread note: a small parallel op STATE_NOTE times slower or faster), each group's median and max |error|."""
+    from advisor.calibration.validate import STATE_NOTE
+
+    cal = statistics.median(calibration_us)
+    groups = {"slower": [], "the same": [], "faster": []}
+    for r in report:
+        ratio = r["parallel_op_us"] / cal
+        groups["slower" if ratio >= STATE_NOTE else "faster" if ratio <= 1 / STATE_NOTE else "the same"].append(r)
+    parts = []
+    for label, group in groups.items():
+        if group:
+            med, worst = summary(group, "calibrated_error")
+            lean = sum(r["calibrated_error"] < 0 for r in group)
+            parts.append(f"{label}: {len(group)} rows, median {med:.0%}, max {worst:.0%}, {lean} under")
+    return (
+        f"- threads' state (an add on 40,000 floats, its median around a row's steps against the calibration's "
+        f"{cal:.2g} µs, its {len(calibration_us)} probes {min(calibration_us):.2g}-{max(calibration_us):.2g} µs; "
+        f"{STATE_NOTE}x or more apart counts as another state), report rows: " + "; ".join(parts)
+    )
+
+
 def table(rows: list[dict]) -> list[str]:
     lines = [
-        "| set | model | batch | load | measured | spread | faults (meas. / replay) | calibrated | error | datasheet "
-        "| error |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| set | model | batch | load | probe | measured | spread | faults (meas. / replay) | calibrated | error "
+        "| datasheet | error |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
+        probe = f"{r['parallel_op_us']:.2g} µs" if r["parallel_op_us"] else "-"
         lines.append(
-            f"| {r['set']} | {r['model']} | {r['batch']} | {r['load']:.1f} | {r['measured_s'] * 1e3:.1f} ms | "
-            f"{r['process_spread']:.0%} | "
+            f"| {r['set']} | {r['model']} | {r['batch']} | {r['load']:.1f} | {probe} | "
+            f"{r['measured_s'] * 1e3:.1f} ms | {r['process_spread']:.0%} | "
             f"{r['page_fault_mb']:.0f} / {r['replayed_fault_mb']:.0f} MB | {r['calibrated_s'] * 1e3:.1f} ms | "
             f"{r['calibrated_error']:+.0%} | "
             f"{r['datasheet_s'] * 1e3:.1f} ms | {r['datasheet_error']:+.0%} |"
@@ -333,6 +370,8 @@ def markdown(all_rows: list[dict], metas: list[dict], info: dict) -> str:
                     f"replayed page faults {um:.0%} and {ux:.0%}{typical}); datasheet-style median {dm:.0%}, max "
                     f"{dx:.0%} ({len(group)} runs)"
                 )
+        if meta.get("parallel_op_us") and report:
+            lines.append(state_line(report, meta["parallel_op_us"]))
         spreads = sorted(r["process_spread"] for r in rows)
         lines.append(
             f"- spread between the {info['processes']} processes of a row (slowest - fastest over median): median "

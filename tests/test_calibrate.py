@@ -74,6 +74,7 @@ def fake_measurements() -> Measurements:
     m.copy = [Point(1e4, 2e-6), Point(1e8, 5.001e-3)]
     m.vector_flops_s = 2e10
     m.first_touch_s_per_byte = 4e-10  # 64 MiB of fresh pages filled 26.8 ms slower than mapped ones
+    m.parallel_op_s = [4.5e-6, 6.8e-6, 4.4e-6, 4.6e-6]  # the threads' probe before each of 3 sweeps and after
     return m
 
 
@@ -92,6 +93,7 @@ def test_overlay_from_measurements_holds_peaks_and_curves():
     assert device.source.startswith("measured by advisor calibrate on")
     assert eff.calibration_threads == 2  # Measurements(threads=2): validate times with the same
     assert eff.first_touch_bandwidth == pytest.approx(2.5e9)  # 1 / 4e-10 s per byte
+    assert eff.parallel_op_s == pytest.approx([4.5e-6, 6.8e-6, 4.4e-6, 4.6e-6])  # kept as measured
 
 
 def write_user_overlay(tmp_path) -> None:

@@ -194,3 +194,57 @@ def test_steps_are_timed_before_anything_else_runs_in_the_process(monkeypatch):
                                  repeats=2, faults=False)  # fmt: skip
     assert calls == ["timing", "count batch 4", "count batch 8"]
     assert prof.timing is not None and prof.timing.repeats == 2
+
+
+def test_the_threads_state_against_the_calibration_and_when_it_is_worth_a_note():
+    from advisor.calibration.validate import thread_note
+
+    # probes 6.8 and 6.9 µs around the steps, 4.5 µs calibrated: median 6.85 / 4.5 = 1.52 >= 1.25, a slower state
+    note = thread_note([6.8e-6, 6.9e-6], 4.5e-6)
+    assert "took 6.8-6.9 µs around these steps against 4.5 µs when calibrated (1.5x)" in note
+    assert "a slower state than at calibration" in note and "above the estimate" in note
+    # 4.4 and 4.6 µs: 4.5 / 4.5 = 1.0, the same state, no note; so is 5.5 / 4.5 = 1.22 < 1.25
+    assert thread_note([4.4e-6, 4.6e-6], 4.5e-6) is None
+    assert thread_note([5.5e-6], 4.5e-6) is None
+    # 3.4 µs against 4.5: 0.76 <= 1 / 1.25 = 0.8, a faster state; one probe shown alone
+    note = thread_note([3.4e-6], 4.5e-6)
+    assert "took 3.4 µs around" in note and "(0.76x)" in note and "a faster state" in note
+    # one thread (no probe) or an older calibration (none recorded): nothing to compare
+    assert thread_note(None, 4.5e-6) is None and thread_note([6.8e-6], None) is None
+
+
+def test_runs_pool_their_thread_probes_for_one_note():
+    def run(probes, notes):
+        v = one_run(0.010, 0.020, 0.0, notes)
+        return v.model_copy(update={"parallel_op_s": probes, "calibrated_parallel_op_s": 4.5e-6})
+
+    stale = "threads: a small parallel op ... (a run's own note)"
+    # probes of three runs: 4.4, 4.5, 6.8, 6.9, 7.0, 7.1 µs, median (6.8 + 6.9) / 2 = 6.85: 1.52x, slower
+    out = combine([run([4.4e-6, 4.5e-6], []), run([6.8e-6, 6.9e-6], [stale]), run([7.0e-6, 7.1e-6], [])])
+    assert out.parallel_op_s == pytest.approx([4.4e-6, 4.5e-6, 6.8e-6, 6.9e-6, 7.0e-6, 7.1e-6])
+    assert stale not in out.notes
+    assert [n for n in out.notes if n.startswith("threads: ")][0].count("took 4.4-7.1 µs") == 1
+    # two fast runs and one slow: median 4.55 µs, 1.01x, no note
+    out = combine([run([4.4e-6, 4.5e-6], []), run([4.6e-6, 4.6e-6], []), run([7.0e-6, 7.1e-6], [stale])])
+    assert not [n for n in out.notes if n.startswith("threads: ")]
+
+
+def test_steps_timed_on_two_threads_carry_the_probes_around_them():
+    import torch
+
+    from advisor.profiler.profile import parallel_op_s, profile_model
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        prof = profile_model(ROOT / "tests" / "models" / "tiny_mlp.py", batch_size=4, device="cpu", warmup=1,
+                             repeats=2, faults=False)  # fmt: skip
+        # one probe before the steps, one after; an add on 40,000 floats takes microseconds, not a millisecond
+        assert len(prof.timing.parallel_op_s) == 2 and all(0 < t < 1e-3 for t in prof.timing.parallel_op_s)
+        torch.set_num_threads(1)
+        assert parallel_op_s() is None  # one thread: no parallel region to time
+        prof = profile_model(ROOT / "tests" / "models" / "tiny_mlp.py", batch_size=4, device="cpu", warmup=1,
+                             repeats=2, faults=False)  # fmt: skip
+        assert prof.timing.parallel_op_s is None
+    finally:
+        torch.set_num_threads(threads)

@@ -56,6 +56,7 @@ class Measurements:
     launch_s: float | None = None  # GPUs: device time per tiny kernel run back to back (a CUDA graph)
     host_op_s: float | None = None  # GPUs: the host's time to issue one eager op (fitted on the tiny nets)
     first_touch_s_per_byte: float = 0.0  # CPUs: the OS's cost of a fresh page, per byte (0: not measured)
+    parallel_op_s: list[float] = field(default_factory=list)  # CPUs, >1 thread: profile.parallel_op_s probes
     op_efficiency: dict[str, float] = field(default_factory=dict)  # older calibrations: aten op -> efficiency
     spreads: list[tuple[str, float]] = field(default_factory=list)  # (what, slowest / fastest round)
     checks: dict[str, float] = field(default_factory=dict)  # reference figures for quality.py
@@ -285,6 +286,7 @@ def run(
 
     from advisor.calibration import kernels
     from advisor.profiler.device import cpu_name
+    from advisor.profiler.profile import parallel_op_s, probe_tensor
 
     start = time.perf_counter()
     cuda = device == "cuda"
@@ -311,10 +313,14 @@ def run(
 
     sweeps = sweeps or (1 if quick or cuda else SWEEPS)
     m.sweeps = sweeps
+    held = None if cuda else probe_tensor()
+    probe = (lambda: parallel_op_s(held)) if held is not None else lambda: None
     results = []
     for i in range(sweeps):
+        m.parallel_op_s.append(probe())  # the threads' state before each sweep, and after the last
         of = f" (sweep {i + 1} of {sweeps})" if sweeps > 1 else ""
         results.append(_sweep(device, clock, quick, lambda what, of=of: tick(what + of)))
+    m.parallel_op_s = [t for t in (*m.parallel_op_s, probe()) if t is not None]
     merged = median_of(results)
     merged_keys = ("matmul", "skinny", "conv", "conv_backward", "conv_small", "conv_backward_small", "floors")
     for key in (*merged_keys, "launch_s", "copy", "ops"):

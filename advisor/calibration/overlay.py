@@ -236,6 +236,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         efficiency["calibration_threads"] = m.threads
         if m.first_touch_s_per_byte > 0:
             efficiency["first_touch_bandwidth"] = f"{1.0 / m.first_touch_s_per_byte:.4g}"
+        if m.parallel_op_s:
+            efficiency["parallel_op_s"] = [f"{t:.3g}" for t in m.parallel_op_s]
         efficiency["fused_rnn"] = ["LSTM"]  # PyTorch runs LSTMs through oneDNN on CPUs, the others per step
     else:
         efficiency["fused_rnn"] = ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"]  # cuDNN

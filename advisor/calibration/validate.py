@@ -3,6 +3,7 @@ same step on its calibrated catalog entry (local-cpu, local-<gpu>)."""
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 
@@ -40,7 +41,44 @@ class Validation(BaseModel):
     run_spread: float | None = Field(
         None, description="(slowest - fastest) / median of the runs' measured totals; None for one run"
     )
+    parallel_op_s: list[float] | None = Field(
+        None,
+        description="CPU, more than one thread: a small parallel op (an add on 40,000 floats) timed around the "
+        "steps, seconds, each probe of each run; None where not measured",
+    )
+    calibrated_parallel_op_s: float | None = Field(
+        None, description="the same op's median when the device was calibrated; None for older calibrations"
+    )
     notes: list[str] = []
+
+
+STATE_NOTE = 1.25  # a small parallel op this much slower (or faster) than when calibrated is worth a note
+
+
+def thread_note(probes: list[float] | None, calibrated: float | None) -> str | None:
+    """A note when the threads ran in another state than when the device was calibrated: the median of
+    `probes` (seconds of profile.parallel_op_s around the timed steps) STATE_NOTE times the calibration's or
+    more, or as much less; None otherwise or where either is missing."""
+
+    if not probes or not calibrated:
+        return None
+    ratio = statistics.median(probes) / calibrated
+    if 1 / STATE_NOTE < ratio < STATE_NOTE:
+        return None
+    low, high = f"{min(probes) * 1e6:.2g}", f"{max(probes) * 1e6:.2g}"
+    seen = f"{low} µs" if low == high else f"{low}-{high} µs"
+    state = "slower" if ratio > 1 else "faster"
+    effect = (
+        "small ops and small GEMMs run slower and the measured step comes out above the estimate"
+        if ratio > 1
+        else "small ops and small GEMMs run faster and the measured step comes out below the estimate"
+    )
+    return (
+        f"threads: a small parallel op (an add on 40,000 floats) took {seen} around these steps against "
+        f"{calibrated * 1e6:.2g} µs when calibrated ({ratio:.2g}x): the CPU's threads were in a {state} state "
+        f"than at calibration (a shared VM moves between such states for seconds to minutes); {effect} (on the "
+        "development VM by 15-20 % for a GRU's step); run validate again, or calibrate again in this state"
+    )
 
 
 FAULT_NOTE_SHARE = 0.05  # page faults worth a note: 5 % of the measured step or more
@@ -72,9 +110,8 @@ def combine(runs: list[Validation]) -> Validation:
     """One validation from several fresh processes' (`advisor validate --runs N`): each phase's measured time,
     the page faults and the in-process spread are the median over the runs; the prediction is the same in
     every run and is kept; run_spread is how far the runs' totals lie apart, and its note replaces the
-    per-run spread notes (a process that faults more or lands on a busier moment moves its whole step)."""
-    import statistics
-
+    per-run spread notes (a process that faults more or lands on a busier moment moves its whole step); the
+    threads' probes of all the runs together decide the thread-state note."""
     first = runs[0]
     if len(runs) == 1:
         return first
@@ -89,7 +126,11 @@ def combine(runs: list[Validation]) -> Validation:
         known = [x for x in values if x is not None]
         return statistics.median(known) if known else None
 
-    notes = [n for n in first.notes if "timed steps took" not in n]
+    notes = [n for n in first.notes if "timed steps took" not in n and not n.startswith("threads: ")]
+    probes = [t for v in runs for t in (v.parallel_op_s or [])] or None
+    state = thread_note(probes, first.calibrated_parallel_op_s)
+    if state:
+        notes.append(state)
     if spread >= SPREAD_NOTE:
         notes.append(
             f"the {len(runs)} runs measured {min(totals) * 1e3:.3g}-{max(totals) * 1e3:.3g} ms a step, {spread:.0%} "
@@ -103,6 +144,7 @@ def combine(runs: list[Validation]) -> Validation:
             "step_spread": median_of(v.step_spread for v in runs),
             "runs": len(runs),
             "run_spread": spread,
+            "parallel_op_s": probes,
             "notes": notes,
         }
     )
@@ -229,6 +271,11 @@ def validate(
     spread, note = spread_note(t, compared[-1].error)
     if note:
         notes.append(note)
+    calibrated = catalog.efficiency[catalog.devices[ident].efficiency].parallel_op_s
+    calibrated_probe = statistics.median(calibrated) if calibrated else None
+    state = thread_note(t.parallel_op_s, calibrated_probe)
+    if state:
+        notes.append(state)
     return Validation(
         model=prof.name,
         device=ident,
@@ -239,5 +286,7 @@ def validate(
         page_fault_bytes=t.page_fault_bytes,
         page_fault_s=fault_s,
         step_spread=spread,
+        parallel_op_s=t.parallel_op_s,
+        calibrated_parallel_op_s=calibrated_probe,
         notes=notes,
     )

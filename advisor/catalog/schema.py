@@ -424,6 +424,12 @@ class Efficiency(Strict):
         "filling one already mapped), measured by advisor calibrate at its thread count; prices the memory a "
         "step faults in (a profile's step_fault_bytes). None: not priced",
     )
+    parallel_op_s: list[Seconds] | None = Field(
+        None,
+        description="CPUs at more than one thread: an add on 40,000 floats (the threads' fork and join, little "
+        "work) timed by advisor calibrate before, between and after its sweeps; validate times it again around "
+        "its steps and says when the threads are in a slower state than when calibrated (shared VMs)",
+    )
     calibration_warnings: list[str] = Field(
         [], description="what `advisor calibrate` found suspicious (a busy machine): empty for a clean run"
     )

@@ -207,6 +207,11 @@ class Timing(Strict):
         description="memory the OS had to fault in per timed step (median of minor page faults × page size; "
         "CPU runs on systems with getrusage): memory the allocator returned and took back, not in the estimate",
     )
+    parallel_op_s: list[NonNegative] | None = Field(
+        None,
+        description="CPU, more than one thread: an add on 40,000 floats timed before and after the steps, the "
+        "threads' fork-join cost (compared with the calibration's: a shared VM's threads change state)",
+    )
 
 
 class ModelSource(Strict):

@@ -126,6 +126,7 @@ def test_calibrate_quick_writes_a_loadable_overlay_to_the_user_folder(tmp_path):
     assert "matmul fp32" in result.stderr  # progress
     if platform.system() == "Linux":  # glibc maps a fresh 64 MiB tensor anew: first touch has a rate
         assert out["first_touch_bandwidth"] > 0 and "fresh pages" in result.stderr
+    assert out["parallel_op_s"] is None  # one thread: no parallel region to time the threads' state with
     shown = run_cli("catalog", "show", "local-cpu", "--format", "json", env=env)
     assert shown.returncode == 0, shown.stderr
     assert run_cli("catalog", "validate", str(path), env=env).returncode == 0
@@ -282,3 +283,14 @@ def test_calibrated_gpu_takes_its_familys_kernel_rules_unless_it_sets_them(tmp_p
     typo.write_text(yaml.safe_dump(overlay))
     with pytest.raises(UserError, match="kernel_rules: unknown efficiency profile 'nvidia-hoper'"):
         load_catalog([typo], use_env=False)
+
+
+def test_calibrate_on_two_threads_times_the_threads_state_around_its_sweep(tmp_path):
+    out_path = tmp_path / "two.yaml"
+    result = run_cli("calibrate", "--quick", "--threads", "2", "-o", str(out_path), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    # --quick runs one sweep: one probe before it and one after; an add on 40,000 floats takes microseconds
+    assert out["threads"] == 2 and len(out["parallel_op_s"]) == 2
+    assert all(0 < t < 1e-3 for t in out["parallel_op_s"])
+    assert len(yaml.safe_load(out_path.read_text())["efficiency"][0]["parallel_op_s"]) == 2

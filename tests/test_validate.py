@@ -248,3 +248,30 @@ def test_steps_timed_on_two_threads_carry_the_probes_around_them():
         assert prof.timing.parallel_op_s is None
     finally:
         torch.set_num_threads(threads)
+
+
+def test_validate_compares_the_threads_state_only_at_the_calibrated_thread_count(tmp_path):
+    import yaml
+    from test_calibrate import fake_measurements
+
+    from advisor.calibration.overlay import build
+
+    m = fake_measurements()  # calibrated on 2 threads
+    m.parallel_op_s = [1e-3]  # a probe no real CPU takes a millisecond for: any real run is in a "faster state"
+    folder = tmp_path / "advisor" / "catalog"
+    folder.mkdir(parents=True)
+    (folder / "local-cpu.yaml").write_text(yaml.safe_dump(build(m, {"forward": 20e-6, "backward": 25e-6})))
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+
+    def run(threads):
+        result = run_cli("validate", "tests/models/tiny_mlp.py", "--repeats", "2", "--threads", threads,
+                         "--format", "json", env=env)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    out = run("2")
+    assert out["calibrated_parallel_op_s"] == pytest.approx(1e-3) and len(out["parallel_op_s"]) == 2
+    assert any(n.startswith("threads: ") and "a faster state than at calibration" in n for n in out["notes"])
+    out = run("1")  # another thread count: no probe, nothing compared
+    assert out.get("calibrated_parallel_op_s") is None and out.get("parallel_op_s") is None  # None: left out
+    assert not any(n.startswith("threads: ") for n in out["notes"])

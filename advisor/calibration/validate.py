@@ -257,13 +257,13 @@ def validate(
     t = prof.timing
     measured = {"forward": t.forward_s, "backward": t.backward_s, "optimizer": t.optimizer_s}
     predicted = {p: est.phases[p].seconds for p in PHASES}
+    eff = catalog.efficiency[catalog.devices[ident].efficiency]
     fault_s, notes = None, []
     if t.page_fault_bytes is not None:
         # the first-touch benchmark (about 0.2 s) only when there is something to price
         fault_s = t.page_fault_bytes * first_touch_s_per_byte() if t.page_fault_bytes > 0 else 0.0
         step = sum(measured.values())
         if step > 0 and fault_s >= FAULT_NOTE_SHARE * step:
-            eff = catalog.efficiency[catalog.devices[ident].efficiency]
             replayed = prof.memory.step_fault_bytes
             counted = max(0.0, replayed.at(batch_size)) if replayed and eff.first_touch_bandwidth else None
             notes.append(fault_note(t.page_fault_bytes, fault_s, step, counted))
@@ -271,8 +271,9 @@ def validate(
     spread, note = spread_note(t, compared[-1].error)
     if note:
         notes.append(note)
-    calibrated = catalog.efficiency[catalog.devices[ident].efficiency].parallel_op_s
-    calibrated_probe = statistics.median(calibrated) if calibrated else None
+    # the probes compare only at the thread count the calibration ran with (another count: another fork-join)
+    same_threads = dev == "cpu" and eff.calibration_threads == torch.get_num_threads()
+    calibrated_probe = statistics.median(eff.parallel_op_s) if eff.parallel_op_s and same_threads else None
     state = thread_note(t.parallel_op_s, calibrated_probe)
     if state:
         notes.append(state)

@@ -270,6 +270,7 @@ PARALLEL_PROBE_ELEMENTS = 40_000  # just over torch's parallel grain (32,768 ele
 
 
 def probe_tensor():
+    """The tensor parallel_op_s adds into: PARALLEL_PROBE_ELEMENTS fp32 zeros."""
     import torch
 
     return torch.zeros(PARALLEL_PROBE_ELEMENTS)

@@ -183,7 +183,7 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
     import torch
 
     from advisor.profiler.model_file import load_model_file
-    from advisor.profiler.profile import fault_bytes, minor_faults, parallel_op_s, probe_tensor
+    from advisor.profiler.profile import fault_bytes, minor_faults, thread_probe
     from advisor.profiler.step import PhaseClock, build, train_step
 
     torch.set_num_threads(threads)
@@ -193,8 +193,8 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
     model, data, opt, _ = build(mf, "cpu", batch, "fp32", None)
     phases: list[tuple[float, float, float]] = []
     faults: list[int] = []
-    held = probe_tensor()  # kept to the end: freeing it would move glibc's thresholds (profile.parallel_op_s)
-    probes = [parallel_op_s(held)]
+    probe = thread_probe()  # the threads' state before and after the steps
+    before = probe()
     for i in range(10):
         f0 = minor_faults() or 0
         train_step(mf, model, data, opt, "cpu", None, clock)
@@ -205,9 +205,9 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
     # the median step too: each phase's fastest of 7 is also the one that faulted least, while "faults" (and the
     # estimate) take the median step's
     typical = statistics.median(sum(x) for x in phases)
-    probes = [t for t in (*probes, parallel_op_s(held)) if t is not None]
-    probe = statistics.mean(probes) if probes else 0.0  # the threads' state around the steps; 0 on one thread
-    return {**out, "faults": fault_bytes(faults) or 0.0, "median_step": typical, "parallel_op": probe}
+    probes = [t for t in (before, probe()) if t is not None]
+    state = statistics.mean(probes) if probes else 0.0  # 0 on one thread
+    return {**out, "faults": fault_bytes(faults) or 0.0, "median_step": typical, "parallel_op": state}
 
 
 def run_threads(

@@ -286,7 +286,7 @@ def run(
 
     from advisor.calibration import kernels
     from advisor.profiler.device import cpu_name
-    from advisor.profiler.profile import parallel_op_s, probe_tensor
+    from advisor.profiler.profile import thread_probe
 
     start = time.perf_counter()
     cuda = device == "cuda"
@@ -313,8 +313,7 @@ def run(
 
     sweeps = sweeps or (1 if quick or cuda else SWEEPS)
     m.sweeps = sweeps
-    held = None if cuda else probe_tensor()
-    probe = (lambda: parallel_op_s(held)) if held is not None else lambda: None
+    probe = thread_probe(device)
     results = []
     for i in range(sweeps):
         m.parallel_op_s.append(probe())  # the threads' state before each sweep, and after the last

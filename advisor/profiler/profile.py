@@ -207,8 +207,7 @@ def time_steps(
     # advisor calibrate times); otherwise the wall clock
     clock = PhaseClock(time.process_time if device == "cpu" and torch.get_num_threads() == 1 else time.perf_counter,
                        device)  # fmt: skip
-    held = probe_tensor() if device == "cpu" else None
-    probe = (lambda: parallel_op_s(held)) if held is not None else lambda: None
+    probe = thread_probe(device)
     before = probe()  # the threads' state around the steps (see parallel_op_s)
     with matmul_precision(precision, device):
         for i in range(warmup + repeats):
@@ -269,26 +268,18 @@ def fault_bytes(counts: list[int]) -> float | None:
 PARALLEL_PROBE_ELEMENTS = 40_000  # just over torch's parallel grain (32,768 elements): every thread, little work
 
 
-def probe_tensor():
-    """The tensor parallel_op_s adds into: PARALLEL_PROBE_ELEMENTS fp32 zeros."""
-    import torch
-
-    return torch.zeros(PARALLEL_PROBE_ELEMENTS)
-
-
 def parallel_op_s(x=None, calls: int = 200) -> float | None:
     """Median wall seconds of an in-place add on PARALLEL_PROBE_ELEMENTS fp32 values at torch's current CPU
     thread count: little work, mostly the threads' fork and join. None on one thread (no parallel region). On a
     shared VM the same threads can sit in states that last seconds to minutes: the development VM's two showed
     4.5 µs or 6.5-7.2 µs here and nothing between, and in the slower state a GRU's step ran 15-20 % slower and
-    a GEMM of its recurrent size 25-50 %, while a 512-cube GEMM barely changed. `x`: the tensor to add into
-    (probe_tensor); around timed steps keep one alive: glibc maps its 160 KB apart and freeing it would raise the
-    threshold below which malloc hands out heap memory, and so change what the steps fault."""
+    a GEMM of its recurrent size 25-50 %, while a 512-cube GEMM barely changed. `x`: the tensor to add into (a
+    new one when None); around timed work use thread_probe, which holds one."""
     import torch
 
     if torch.get_num_threads() < 2:
         return None
-    x = probe_tensor() if x is None else x
+    x = torch.zeros(PARALLEL_PROBE_ELEMENTS) if x is None else x
     for _ in range(5):
         x.add_(1.0)
     times = []
@@ -297,6 +288,18 @@ def parallel_op_s(x=None, calls: int = 200) -> float | None:
         x.add_(1.0)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def thread_probe(device: str = "cpu") -> Callable[[], float | None]:
+    """parallel_op_s on a tensor held for as long as the returned callable lives, for probes before and after
+    timed work (glibc maps its 160 KB apart: freeing it between the probes would raise the threshold below which
+    malloc hands out heap memory, and so change what the timed steps fault); on a GPU, a callable returning None."""
+    if device != "cpu":
+        return lambda: None
+    import torch
+
+    held = torch.zeros(PARALLEL_PROBE_ELEMENTS)
+    return lambda: parallel_op_s(held)
 
 
 def minor_faults() -> int | None:

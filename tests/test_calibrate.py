@@ -127,6 +127,7 @@ def test_calibrate_quick_writes_a_loadable_overlay_to_the_user_folder(tmp_path):
     if platform.system() == "Linux":  # glibc maps a fresh 64 MiB tensor anew: first touch has a rate
         assert out["first_touch_bandwidth"] > 0 and "fresh pages" in result.stderr
     assert out["parallel_op_s"] is None  # one thread: no parallel region to time the threads' state with
+    assert out["conv_channel_block"] in (1, 4, 8, 16, 32)  # read off its layers (overlay.channel_block)
     shown = run_cli("catalog", "show", "local-cpu", "--format", "json", env=env)
     assert shown.returncode == 0, shown.stderr
     assert run_cli("catalog", "validate", str(path), env=env).returncode == 0

@@ -51,6 +51,7 @@ class Measurements:
     # CPUs: the same layers at a quarter of the batch, in the same order (kernels.conv_points)
     conv_small: list[tuple[float, float, float]] = field(default_factory=list)
     conv_backward_small: list[tuple[float, float, float]] = field(default_factory=list)
+    blocks: list[tuple[int, int, float]] = field(default_factory=list)  # CPUs: kernels.block_points
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
     floors: dict[str, float] = field(default_factory=dict)  # aten op -> seconds of its smallest call
     launch_s: float | None = None  # GPUs: device time per tiny kernel run back to back (a CUDA graph)
@@ -236,6 +237,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
     skinny = kernels.skinny_points(device, clock, quick)
     tick("convolutions")
     conv, conv_backward, conv_small, conv_backward_small = kernels.conv_points(device, clock, quick)
+    blocks = [] if cuda else kernels.block_points(device, clock, quick)
     smallest = kernels.floors(device, clock)
     launch_s = None
     if cuda:
@@ -267,6 +269,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "conv_backward": conv_backward,
         "conv_small": conv_small,
         "conv_backward_small": conv_backward_small,
+        "blocks": blocks,
         "floors": smallest,
         "launch_s": launch_s,
         "copy": copy,
@@ -321,7 +324,7 @@ def run(
         results.append(_sweep(device, clock, quick, lambda what, of=of: tick(what + of)))
     m.parallel_op_s = [t for t in (*m.parallel_op_s, probe()) if t is not None]
     merged = median_of(results)
-    merged_keys = ("matmul", "skinny", "conv", "conv_backward", "conv_small", "conv_backward_small", "floors")
+    merged_keys = ("matmul", "skinny", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks", "floors")
     for key in (*merged_keys, "launch_s", "copy", "ops"):
         setattr(m, key, merged[key])
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS

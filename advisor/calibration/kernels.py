@@ -37,6 +37,11 @@ CONV_SHAPES = (
 )
 # A CPU also times every layer above at 1/SMALL_BATCH_SHARE of its batch (conv_points).
 SMALL_BATCH_SHARE = 4
+# CPUs: dense 3x3 layers with as many channels out as in, at counts on and off the blocks a library with
+# channel-blocked layouts may use (oneDNN: 8 or 16), batch 16 at 32x32 (a few milliseconds each, far above a call's
+# fixed cost): how their times grow with the channels says which block the library rounds them up to
+BLOCK_CHANNELS = (20, 24, 32, 40, 48)
+BLOCK_CANDIDATES = (1, 4, 8, 16, 32)
 # A GPU runs the layers above in a few microseconds: there the calibration adds a ResNet-50 stage's layers at
 # batch 32, whose convolutions keep every multiprocessor busy (the efficiency they reach, not a launch's latency).
 CONV_SHAPES_GPU = (
@@ -167,6 +172,18 @@ def conv_points(device: str, clock: Clock, quick: bool):
                 out.append(full[i])
                 out_small.append(part[i])
     return fwd, bwd, fwd_small, bwd_small
+
+
+def block_points(device: str, clock: Clock, quick: bool) -> list[tuple[int, int, float]]:
+    """(input channels, output channels, seconds of forward and backward) of the BLOCK_CHANNELS layers (a quick
+    run: three of them at a quarter of the batch); overlay.channel_block reads the block off them."""
+    n = 4 if quick else 16
+    out = []
+    for c in BLOCK_CHANNELS[::2] if quick else BLOCK_CHANNELS:
+        fwd, bwd = _conv_layer(device, clock, n, c, c, 32, 1, 3, 1, f"conv {c}->{c}ch 32px (channel blocks)")
+        if fwd is not None and bwd is not None:
+            out.append((c, c, fwd[2] + bwd[2]))
+    return out
 
 
 def _conv_layer(device: str, clock: Clock, n: int, cin, cout, side, groups, k, stride, shape: str) -> list:

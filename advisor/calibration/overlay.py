@@ -103,6 +103,27 @@ def conv_setup(full: list, small: list, dispatch_s: float) -> float:
     return max(0.0, statistics.median(intercepts) - dispatch_s) if intercepts else 0.0
 
 
+def channel_block(points: list[tuple[int, int, float]]) -> int | None:
+    """The channel block a CPU's convolution library rounds dense layers up to, read off `points` (input channels,
+    output channels, seconds: kernels.block_points): for each of kernels.BLOCK_CANDIDATES, the times modelled as
+    one rate over the channels it computes (kernels.blocked_channels: a·Cp·Kp, the layers' spatial size and batch
+    being equal), that rate fitted in log space; the block whose model leaves the least squared log error, the
+    smallest of equals. None from fewer than three layers."""
+    from advisor.calibration.kernels import BLOCK_CANDIDATES
+    from advisor.estimator.kernels import blocked_channels
+
+    if len(points) < 3 or any(t <= 0 for *_, t in points):
+        return None
+    best = None
+    for block in BLOCK_CANDIDATES:
+        logs = [math.log(t / math.prod(blocked_channels(c, k, block))) for c, k, t in points]
+        mean = sum(logs) / len(logs)
+        error = sum((v - mean) ** 2 for v in logs)
+        if best is None or error < best[0] - 1e-9:
+            best = (error, block)
+    return best[1]
+
+
 def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
     """The curves of the calibrated fields: GEMM shape cap, convolutions, named ops."""
     out: dict = {}
@@ -236,6 +257,9 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         efficiency["calibration_threads"] = m.threads
         if m.first_touch_s_per_byte > 0:
             efficiency["first_touch_bandwidth"] = f"{1.0 / m.first_touch_s_per_byte:.4g}"
+        block = channel_block(m.blocks)
+        if block:
+            efficiency["conv_channel_block"] = block
         if m.parallel_op_s:
             efficiency["parallel_op_s"] = [f"{t:.3g}" for t in m.parallel_op_s]
         efficiency["fused_rnn"] = ["LSTM"]  # PyTorch runs LSTMs through oneDNN on CPUs, the others per step

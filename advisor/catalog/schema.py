@@ -424,6 +424,15 @@ class Efficiency(Strict):
         "filling one already mapped), measured by advisor calibrate at its thread count; prices the memory a "
         "step faults in (a profile's step_fault_bytes). None: not priced",
     )
+    conv_channel_block: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="CPUs: the channel block of the convolution library's layouts (oneDNN keeps activations in "
+        "blocks of 16 channels on AVX-512, 8 on AVX2), measured by advisor calibrate from dense layers at "
+        "channel counts on and off it: a dense convolution runs its output channels, and its input channels "
+        "beyond one block, rounded up to a whole block (24 channels cost what 32 do). None: not measured",
+    )
     parallel_op_s: list[Seconds] | None = Field(
         None,
         description="CPUs at more than one thread: an add on 40,000 floats (the threads' fork and join, little "

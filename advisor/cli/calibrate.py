@@ -38,6 +38,7 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         "module_overhead_s": float(module) if module else None,
         "first_touch_bandwidth": float(eff["first_touch_bandwidth"]) if eff.get("first_touch_bandwidth") else None,
         "parallel_op_s": [float(t) for t in eff.get("parallel_op_s") or []] or None,
+        "conv_channel_block": eff.get("conv_channel_block"),
         "warnings": list(eff.get("calibration_warnings", [])),
         "source": dev["source"],
         "as_of": dev["as_of"],
@@ -63,6 +64,8 @@ def _table(s: dict) -> None:
         t.add_row("overhead per module call", units.fmt_duration(s["module_overhead_s"]))
     if s["first_touch_bandwidth"]:
         t.add_row("fresh pages from the OS (first touch)", units.fmt_bandwidth(s["first_touch_bandwidth"]))
+    if s["conv_channel_block"]:
+        t.add_row("convolution channel block", f"{s['conv_channel_block']} channels")
     if s["parallel_op_s"]:  # the threads' state: validate compares its own probes with these
         low, high = min(s["parallel_op_s"]), max(s["parallel_op_s"])
         shown = units.fmt_duration(low) if low == high else f"{units.fmt_duration(low)} - {units.fmt_duration(high)}"

@@ -312,7 +312,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     norms = eff.batch_norm_nchw if eff.batch_norm_nchw is not None and not kernels.channels_last(profile) else None
     host_calls = np.array([float(profile.ops[r[0]].count) for r in rec.rows])
     batch = profile.batch_size
-    kernel_data = eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose
+    kernel_data = eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose or eff.conv_channel_block
     for j, (i, category, dtype, name, phase) in enumerate(rec.rows):
         op = profile.ops[i]
         if name != op.op:

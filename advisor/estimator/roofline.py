@@ -333,7 +333,9 @@ def profile_op_time(
         # of the rows it reads by the op's own curve
         written = op.bytes_written.at(batch) * scale
         nbytes, extra = nbytes - written, {"serial_bytes": written}
-    if op.category == "matrix" and (eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose):
+    if op.category == "matrix" and (
+        eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose or eff.conv_channel_block
+    ):
         tensor = dtype not in kernels.TENSOR_CORE_DTYPES or kernels.tensor_cores(op, eff, dtype)
         at_profile = op.flops.at(profile_batch) if profile_batch else 0.0
         growth = flops / at_profile if at_profile > 0 else 1.0

@@ -47,6 +47,7 @@ TUNING = [
     ("lstm", (8, 32)),
     ("gpt", (4, 16)),
     ("vit", (8, 32)),
+    ("densenet", (4, 16)),
 ]
 REPORT = [
     ("cnn", (32, 64)),
@@ -57,6 +58,7 @@ REPORT = [
     ("recommender", (256, 1024)),
     ("gnnet", (4, 16)),
     ("audio1d", (8, 32)),
+    ("inception", (8, 32)),
 ]
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 PHASES = ("forward", "backward", "optimizer")

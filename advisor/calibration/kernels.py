@@ -20,7 +20,9 @@ REFERENCE_FLOPS = 2.0 * REFERENCE_N**3
 SKINNY_M = (4, 8, 16, 32, 64, 128, 256)
 SKINNY_NK = 1024
 # (batch, input channels, output channels, side, groups, kernel, stride): depthwise 3x3, pointwise 1x1 and dense
-# 3x3 layers of CNNs, a 3-channel stem and the stride-2 layers that halve a stage's resolution.
+# 3x3 layers of CNNs, a 3-channel stem and the stride-2 layers that halve a stage's resolution, depthwise ones
+# included (at 0.9 FLOPs per byte oneDNN's strided depthwise kernel reaches half the rate of the unstrided one at
+# 2.25 on this VM's EPYC: 12.5-14.4 against 26-29 GFLOP/s forward, one thread, batch 16, no page faults).
 CONV_SHAPES = (
     (16, 32, 32, 32, 32, 3, 1),
     (16, 128, 128, 16, 128, 3, 1),
@@ -34,6 +36,8 @@ CONV_SHAPES = (
     (16, 3, 16, 32, 1, 3, 1),
     (16, 16, 32, 32, 1, 3, 2),
     (16, 32, 64, 16, 1, 1, 2),
+    (16, 64, 64, 32, 64, 3, 2),
+    (16, 256, 256, 16, 256, 3, 2),
 )
 # A CPU also times every layer above at 1/SMALL_BATCH_SHARE of its batch (conv_points).
 SMALL_BATCH_SHARE = 4

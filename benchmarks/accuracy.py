@@ -59,6 +59,9 @@ REPORT = [
     ("gnnet", (4, 16)),
     ("audio1d", (8, 32)),
     ("inception", (8, 32)),
+    ("squeezenet", (16, 32)),
+    ("tcn", (4, 16)),
+    ("mixer", (8, 32)),
 ]
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 PHASES = ("forward", "backward", "optimizer")

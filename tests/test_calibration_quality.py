@@ -101,7 +101,9 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
 
     def sweep(device, clock, quick, tick):
         tick("memory bandwidth")
-        empty = {k: [] for k in ("skinny", "conv", "conv_backward", "conv_small", "conv_backward_small", "copy")}
+        empty = {
+            k: [] for k in ("skinny", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks", "copy")
+        }
         return {
             **empty,
             "matmul": {},

@@ -139,25 +139,23 @@ def channel_padding(op: OpRecord, eff: Efficiency, dtype: str) -> tuple[float, f
     padded to Cp and output channels K to Kp leave C·K / (Cp·Kp) of the lanes busy; a padded input is read and
     written again at Cp channels before the kernel, a padded output written at Kp channels and copied back to K
     (the backward pass pads the incoming gradient, the input gradient and the saved input for the weight
-    gradient)."""
-    if eff.conv_channel_block and op.op in (*CONV_FORWARD, CONV_BACKWARD):  # a CPU's blocked layouts
-        dims = conv_dims(op)
-        if dims is None or dims[2] != 1 or dims[0] <= 0 or dims[1] <= 0:
-            return 1.0, 0.0
-        cp, kp = blocked_channels(dims[0], dims[1], eff.conv_channel_block)
-        return dims[0] * dims[1] / (cp * kp), 0.0
-    multiple = channel_multiple(eff, dtype)
-    if not (multiple and eff.tensor_core_padding) or dtype not in TENSOR_CORE_DTYPES:
-        return 1.0, 0.0
+    gradient). A CPU family with `conv_channel_block` gets (C·K / (Cp·Kp), 0) for every dense convolution in any
+    dtype, at `blocked_channels` (its reorders into the blocked layout happen whatever the channels, so the
+    calibrated curves already carry their traffic)."""
     if op.op not in (*CONV_FORWARD, CONV_BACKWARD):
         return 1.0, 0.0
     dims = conv_dims(op)
     if dims is None:
         return 1.0, 0.0
-    cin, cout, groups, _ = dims
-    if groups != 1 or cin <= 0 or cout <= 0:  # an edited profile's empty tensor has nothing to pad
+    c, k, groups, _ = dims
+    if groups != 1 or c <= 0 or k <= 0:  # grouped: not padded; an edited profile's empty tensor: nothing to pad
         return 1.0, 0.0
-    c, k = cin, cout
+    if eff.conv_channel_block:  # a CPU's blocked layouts
+        cp, kp = blocked_channels(c, k, eff.conv_channel_block)
+        return c * k / (cp * kp), 0.0
+    multiple = channel_multiple(eff, dtype)
+    if not (multiple and eff.tensor_core_padding) or dtype not in TENSOR_CORE_DTYPES:
+        return 1.0, 0.0
     cp, kp = -(-c // multiple) * multiple, -(-k // multiple) * multiple
     if (cp, kp) == (c, k):
         return 1.0, 0.0

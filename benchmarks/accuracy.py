@@ -300,13 +300,12 @@ def summary(rows: list[dict], key: str) -> tuple[float, float]:
 def state_line(report: list[dict], calibration_us: list[float]) -> str:
     """The report rows grouped by the threads' state they were timed in against the calibration's (validate's
     thread note: a small parallel op STATE_NOTE times slower or faster), each group's median and max |error|."""
-    from advisor.calibration.validate import STATE_NOTE
+    from advisor.calibration.validate import STATE_NOTE, thread_state
 
     cal = statistics.median(calibration_us)
     groups = {"slower": [], "the same": [], "faster": []}
     for r in report:
-        ratio = r["parallel_op_us"] / cal
-        groups["slower" if ratio >= STATE_NOTE else "faster" if ratio <= 1 / STATE_NOTE else "the same"].append(r)
+        groups[thread_state(r["parallel_op_us"], cal) or "the same"].append(r)
     parts = []
     for label, group in groups.items():
         if group:

@@ -55,24 +55,29 @@ class Validation(BaseModel):
 STATE_NOTE = 1.25  # a small parallel op this much slower (or faster) than when calibrated is worth a note
 
 
+def thread_state(probe: float, calibrated: float) -> str | None:
+    """ "slower" or "faster" when a probe of the threads (profile.parallel_op_s) lies STATE_NOTE times the
+    calibration's or more above or below it; None for the same state."""
+    ratio = probe / calibrated
+    return "slower" if ratio >= STATE_NOTE else "faster" if ratio <= 1 / STATE_NOTE else None
+
+
 def thread_note(probes: list[float] | None, calibrated: float | None) -> str | None:
     """A note when the threads ran in another state than when the device was calibrated: the median of
-    `probes` (seconds of profile.parallel_op_s around the timed steps) STATE_NOTE times the calibration's or
-    more, or as much less; None otherwise or where either is missing."""
+    `probes` (seconds of profile.parallel_op_s around the timed steps) in another `thread_state`; None otherwise
+    or where either is missing."""
 
     if not probes or not calibrated:
         return None
-    ratio = statistics.median(probes) / calibrated
-    if 1 / STATE_NOTE < ratio < STATE_NOTE:
+    median = statistics.median(probes)
+    state = thread_state(median, calibrated)
+    if state is None:
         return None
+    ratio = median / calibrated
     low, high = f"{min(probes) * 1e6:.2g}", f"{max(probes) * 1e6:.2g}"
     seen = f"{low} µs" if low == high else f"{low}-{high} µs"
-    state = "slower" if ratio > 1 else "faster"
-    effect = (
-        "small ops and small GEMMs run slower and the measured step comes out above the estimate"
-        if ratio > 1
-        else "small ops and small GEMMs run faster and the measured step comes out below the estimate"
-    )
+    side = "above" if state == "slower" else "below"
+    effect = f"small ops and small GEMMs run {state} and the measured step comes out {side} the estimate"
     return (
         f"threads: a small parallel op (an add on 40,000 floats) took {seen} around these steps against "
         f"{calibrated * 1e6:.2g} µs when calibrated ({ratio:.2g}x): the CPU's threads were in a {state} state "

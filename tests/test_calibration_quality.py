@@ -109,6 +109,7 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
             "matmul": {},
             "floors": {},
             "ops": {},
+            "windows": {},
             "launch_s": None,
             "gelu_s": 2e-3,
             "copy": [bench.Point(5e7, next(times))],
@@ -152,7 +153,10 @@ def test_a_clean_calibration_is_not_replaced_by_a_disturbed_one(tmp_path):
     noisy = build(noisy_m)
     written, kept = session.save(noisy, path)
     assert kept and "showed no such marks" in kept
-    assert written == tmp_path / "advisor" / "calibration-rejected" / "local-cpu.yaml"
+    assert written == tmp_path / "advisor" / "catalog" / "local-cpu.yaml.rejected"  # beside it, never loaded
+    from advisor.catalog.load import yaml_files
+
+    assert yaml_files(path.parent) == [path]
     assert "calibration_warnings" not in yaml.safe_load(path.read_text())["efficiency"][0]  # the clean one stays
     written, kept = session.save(noisy, path, force=True)  # asked for: replaced
     assert written == path and kept is None

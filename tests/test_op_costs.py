@@ -869,3 +869,84 @@ def test_the_calibration_reads_the_channel_block_off_its_layers():
     # an AVX2 library's blocks of 8: 20 runs as 24; 24, 32, 40, 48 as they are
     assert channel_block([(c, c, 1e-6 * (-(-c // 8) * 8) ** 2) for c in (20, 24, 32, 40, 48)]) == 8
     assert channel_block([(24, 24, 1e-3), (32, 32, 1e-3)]) is None  # too few layers to tell
+
+
+def test_a_wide_pooling_window_costs_its_window_elements_beyond_the_curve(tmp_path):
+    """op_window (measured by advisor calibrate): a pooling op's curve is measured on 2 x 2 windows at stride 2;
+    a call whose window reads its input more often adds seconds_per_flop for each FLOP (window element) beyond
+    the curve's FLOPs per byte. Only an op with a curve of its own takes it. The op table agrees."""
+    from advisor.profiler.profile import profile_model
+
+    pool = "aten.max_pool2d_with_indices"
+    curve = {pool: [{"min_size": 0, "efficiency": 0.01}]}
+    eff = with_(op_curves=curve, op_window={pool: {"flops_per_byte": 0.125, "seconds_per_flop": 2e-9}})
+    args = (CPU, "fp32", "fp32", 1, 0.0, 1)
+    # the reference window: 1e6 FLOPs over 8e6 B (0.125 a byte): max(1e6 / 1e11, 8e6 / 1e10) = 800 µs at 0.01 =
+    # 80 ms, nothing beyond, + 10 µs overhead
+    reference = record(op=pool, category="vector", flops=1e6, nbytes=8e6)
+    assert profile_op_time(reference, args[0], eff, *args[1:]).seconds == pytest.approx(80.01e-3)
+    # 3 x 3 at stride 1: 9e6 FLOPs over 1.6e7 B: 1.6 ms at 0.01 = 160 ms, and 9e6 - 0.125 x 1.6e7 = 7e6 FLOPs
+    # beyond at 2 ns = 14 ms: 174 ms + 10 µs; without the window cost 160.01 ms
+    wide = record(op=pool, category="vector", flops=9e6, nbytes=1.6e7)
+    assert profile_op_time(wide, args[0], eff, *args[1:]).seconds == pytest.approx(174.01e-3)
+    assert profile_op_time(wide, args[0], with_(op_curves=curve), *args[1:]).seconds == pytest.approx(160.01e-3)
+    # no curve of its own: priced as any vector op (9e6 / (1e11 x 0.1) = 0.9 ms; 1.6e7 / (1e10 x 0.5) = 3.2 ms),
+    # the window cost not added
+    no_curve = with_(op_window=eff.op_window)
+    assert profile_op_time(wide, args[0], no_curve, *args[1:]).seconds == pytest.approx(3.21e-3)
+    model = tmp_path / "pools.py"
+    model.write_text(
+        "import torch\nfrom torch import nn\n"
+        "def build_model():\n"
+        "    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.MaxPool2d(3, 1, 1), nn.MaxPool2d(2),\n"
+        "                         nn.AvgPool2d(3, 2, 1), nn.Flatten(), nn.Linear(8 * 4 * 4, 4))\n"
+        "def example_batch(n):\n    return torch.randn(n, 3, 16, 16), torch.randint(0, 4, (n,))\n"
+        "def training_step(model, batch):\n"
+        "    return nn.functional.cross_entropy(model(batch[0]), batch[1])\n"
+    )
+    prof = profile_model(model, batch_size=4, device="meta")
+    ops = {o.op for o in prof.ops}
+    assert {pool, "aten.avg_pool2d", "aten.avg_pool2d_backward"} <= ops
+    curves = {op: [{"min_size": 0, "efficiency": 0.02}, {"min_size": 1e5, "efficiency": 0.01}] for op in ops}
+    windows = {op: {"flops_per_byte": 0.1, "seconds_per_flop": 1e-9} for op in ops if "pool" in op}
+    assert_table_is_scalar(prof, CPU, with_(op_curves=curves, op_window=windows), (1, 4, 64))
+
+
+def test_the_calibration_prices_window_elements_from_a_wide_window():
+    """overlay.op_windows: the wide-window call less what the op's curve gives it, over its FLOPs beyond the
+    reference calls' FLOPs per byte."""
+    from advisor.calibration.bench import Measurements
+    from advisor.calibration.overlay import op_windows
+
+    pool = "aten.max_pool2d_with_indices"
+    m = Measurements(device="cpu", name="Fake CPU", threads=1, dispatch_s=1e-6)
+    m.ops = {pool: [(1e5, 7e5, 1e-3), (1e6, 7e6, 9e-3)], "aten.avg_pool2d": [(1e6, 5e6, 1e-3)]}
+    # wide: 9e6 FLOPs, 1.6e7 B, 174 ms + the 1 µs dispatch
+    m.windows = {pool: (9e6, 1.6e7, 0.174 + 1e-6), "aten.avg_pool2d": (1e6, 1e7, 1e-3)}
+    curves = {pool: [{"min_size": 0, "efficiency": 0.01}], "aten.avg_pool2d": [{"min_size": 0, "efficiency": 0.5}]}
+    out = op_windows(m, curves, 1e11, 1e10)
+    # reference ratio 1e5 / 7e5 = 1e6 / 7e6 = 1/7; the curve gives max(9e6 / 1e11, 1.6e7 / 1e10) / 0.01 = 160 ms;
+    # beyond: 9e6 - 1.6e7 / 7 = 6.7143e6 FLOPs; (174 - 160) ms / 6.7143e6 = 2.0851e-9 s a FLOP
+    assert out[pool] == {"flops_per_byte": 0.1429, "seconds_per_flop": pytest.approx(2.085e-9)}
+    # avg_pool2d's wide call has fewer FLOPs a byte (0.1) than its reference (0.2): nothing beyond, no entry
+    assert "aten.avg_pool2d" not in out
+    # a wide call faster than its curve says costs nothing more
+    m.windows = {pool: (9e6, 1.6e7, 0.1)}
+    assert op_windows(m, curves, 1e11, 1e10)[pool]["seconds_per_flop"] == 0.0
+    m.ops = {}  # no reference calls: no window cost
+    assert op_windows(m, curves, 1e11, 1e10) == {}
+
+
+def test_the_calibration_pools_3d_volumes_as_the_profile_counts_them():
+    """ops.pool_call on 4,096 elements: (1, 4, 4, 16, 16) in, 2 x 2 x 2 windows at stride 2 -> (1, 4, 2, 8, 8),
+    512 outputs x 8 window elements = 4,096 FLOPs (formulas_nn.max_pool); the backward scatters 512."""
+    from advisor.calibration.ops import REFERENCE_WINDOW, WIDE_WINDOW, _counted, ncdhw, pool_call
+
+    assert ncdhw(4096) == (1, 4, 4, 16, 16)
+    forward = _counted(pool_call("cpu", "aten.max_pool3d_with_indices", 4096, REFERENCE_WINDOW))
+    assert [(op, f) for op, f, *_ in forward] == [("aten.max_pool3d_with_indices", 4096.0)]
+    backward = _counted(pool_call("cpu", "aten.max_pool3d_with_indices_backward", 4096, REFERENCE_WINDOW))
+    assert ("aten.max_pool3d_with_indices_backward", 512.0) in [(op, f) for op, f, *_ in backward]
+    # 3 x 3 x 3 at stride 1, padded: 4,096 outputs x 27 = 110,592; an average adds one divide an output
+    wide = _counted(pool_call("cpu", "aten.avg_pool3d", 4096, WIDE_WINDOW))
+    assert [(op, f) for op, f, *_ in wide] == [("aten.avg_pool3d", 4096.0 * 28)]

@@ -53,6 +53,7 @@ class Measurements:
     conv_backward_small: list[tuple[float, float, float]] = field(default_factory=list)
     blocks: list[tuple[int, int, float]] = field(default_factory=list)  # CPUs: kernels.block_points
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
+    windows: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # pooling op -> (F, B, s): ops.windows
     floors: dict[str, float] = field(default_factory=dict)  # aten op -> seconds of its smallest call
     launch_s: float | None = None  # GPUs: device time per tiny kernel run back to back (a CUDA graph)
     host_op_s: float | None = None  # GPUs: the host's time to issue one eager op (fitted on the tiny nets)
@@ -275,6 +276,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "copy": copy,
         "gelu_s": gelu_s,
         "ops": ops.measure(device, quick_clock, quick, tick),
+        "windows": ops.windows(device, quick_clock),
         "first_touch": touch,
     }
 
@@ -325,7 +327,7 @@ def run(
     m.parallel_op_s = [t for t in (*m.parallel_op_s, probe()) if t is not None]
     merged = median_of(results)
     merged_keys = ("matmul", "skinny", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks", "floors")
-    for key in (*merged_keys, "launch_s", "copy", "ops"):
+    for key in (*merged_keys, "launch_s", "copy", "ops", "windows"):
         setattr(m, key, merged[key])
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     m.vector_seconds, m.vector_bytes = merged["gelu_s"], 8.0 * n

@@ -31,6 +31,59 @@ COLD_SIZE = 1 << 24
 SCATTERS = EMBEDDING_GRADS
 ATTENTION_SIZES = (1 << 14, 1 << 18)
 CHANNELS, SIDE, WIDTH, ROWS_WIDE, TABLE = 64, 16, 256, 1024, 4096  # a small table: the scatter dominates
+# Pooling: the curves are measured on 2 x 2 (x 2) windows at stride 2; on a CPU a window's elements cost far more
+# than their bytes (a 3 x 3 stride-1 max pool takes about four times a 2 x 2 stride-2 one over the same input, at
+# about twice the bytes), so each windowed op is timed once more on 3 x 3 (x 3) windows at stride 1, padded, and
+# the overlay prices the window elements beyond the reference's (overlay: `op_window`).
+POOLS = (
+    "aten.max_pool2d_with_indices",
+    "aten.max_pool2d_with_indices_backward",
+    "aten.max_pool3d_with_indices",
+    "aten.max_pool3d_with_indices_backward",
+    "aten.avg_pool2d",
+    "aten.avg_pool2d_backward",
+    "aten.avg_pool3d",
+    "aten.avg_pool3d_backward",
+)
+REFERENCE_WINDOW, WIDE_WINDOW = (2, 2, 0), (3, 1, 1)  # (kernel, stride, padding) per spatial dimension
+WINDOW_SIZE = 1 << 16  # activation elements of the wide-window call
+
+
+def nchw(n: int) -> tuple[int, int, int, int]:
+    """(N, C, H, W) of about n elements: up to 64 channels of up to 16 x 16, then a growing batch."""
+    c = min(CHANNELS, max(4, n // 256))
+    side = min(SIDE, max(2, int((n // c) ** 0.5)))
+    return max(1, n // (c * side * side)), c, side, side
+
+
+def ncdhw(n: int) -> tuple[int, int, int, int, int]:
+    """(N, C, D, H, W) of about n elements: up to 32 channels of 4 frames of up to 16 x 16, then a growing batch."""
+    c = min(CHANNELS // 2, max(2, n // 1024))
+    side = min(SIDE, max(2, int((n // (4 * c)) ** 0.5)))
+    return max(1, n // (c * 4 * side * side)), c, 4, side, side
+
+
+def pool_call(device: str, op: str, n: int, window: tuple[int, int, int]) -> Callable[[], object]:
+    """A call of pooling op `op` (one of POOLS) on about n input elements, with (kernel, stride, padding) `window`
+    in every spatial dimension; a backward op gets the gradient and indices its forward would pass it."""
+    import torch
+
+    A = torch.ops.aten
+    dims = 3 if "3d" in op else 2
+    t = torch.randn(*(ncdhw(n) if dims == 3 else nchw(n)), device=device)
+    k, s, p = ([v] * dims for v in window)
+    if "max_pool" in op:
+        forward = A.max_pool3d_with_indices if dims == 3 else A.max_pool2d_with_indices
+        if not op.endswith("_backward"):
+            return lambda: forward(t, k, s, p)
+        out, idx = forward(t, k, s, p)
+        g, backward = torch.randn_like(out), getattr(A, f"max_pool{dims}d_with_indices_backward")
+        return lambda: backward(g, t, k, s, p, [1] * dims, False, idx)
+    forward = A.avg_pool3d if dims == 3 else A.avg_pool2d
+    if not op.endswith("_backward"):
+        return lambda: forward(t, k, s, p)
+    g, backward = torch.randn_like(forward(t, k, s, p)), getattr(A, f"avg_pool{dims}d_backward")
+    return lambda: backward(g, t, k, s, p, False, True, None)
 
 
 def _cases(device: str) -> list[tuple[str, Callable[[int], Callable[[], object]]]]:
@@ -45,12 +98,6 @@ def _cases(device: str) -> list[tuple[str, Callable[[int], Callable[[], object]]
 
     def flat(n):
         return x(n), x(n)
-
-    def nchw(n):
-        """(N, C, H, W) of about n elements: up to 64 channels of up to 16 x 16, then a growing batch."""
-        c = min(CHANNELS, max(4, n // 256))
-        side = min(SIDE, max(2, int((n // c) ** 0.5)))
-        return max(1, n // (c * side * side)), c, side, side
 
     def bn(n):
         shape = nchw(n)
@@ -95,11 +142,14 @@ def _cases(device: str) -> list[tuple[str, Callable[[int], Callable[[], object]]
         back = A._softmax_backward_data if op == "soft" else A._log_softmax_backward_data
         return lambda: back(g, out, -1, torch.float32)
 
-    def pool_bwd(n):
-        inp = x(*nchw(n))
-        out, idx = A.max_pool2d_with_indices(inp, [2, 2], [2, 2])
-        g = torch.randn_like(out)
-        return lambda: A.max_pool2d_with_indices_backward(g, inp, [2, 2], [2, 2], [0, 0], [1, 1], False, idx)
+    def adaptive_bwd(dims):
+        def make(n):
+            t = x(*(ncdhw(n) if dims == 3 else nchw(n)))
+            g = x(*t.shape[:2], *[1] * dims)
+            backward = getattr(A, f"_adaptive_avg_pool{dims}d_backward")
+            return lambda: backward(g, t)
+
+        return make
 
     def table(n):
         idx = torch.randint(0, TABLE, (max(1, n // CHANNELS),), device=device)
@@ -171,8 +221,11 @@ def _cases(device: str) -> list[tuple[str, Callable[[int], Callable[[], object]]
         ("aten._softmax_backward_data", lambda n: softmax_bwd("soft", n)),
         ("aten._log_softmax", lambda n: lambda t=rows(n): A._log_softmax(t, -1, False)),
         ("aten._log_softmax_backward_data", lambda n: softmax_bwd("log", n)),
-        ("aten.max_pool2d_with_indices", lambda n: lambda t=x(*nchw(n)): A.max_pool2d_with_indices(t, [2, 2], [2, 2])),
-        ("aten.max_pool2d_with_indices_backward", pool_bwd),
+        *((op, lambda n, op=op: pool_call(device, op, n, REFERENCE_WINDOW)) for op in POOLS),
+        ("aten._adaptive_avg_pool2d", lambda n: lambda t=x(*nchw(n)): A._adaptive_avg_pool2d(t, [1, 1])),
+        ("aten._adaptive_avg_pool2d_backward", adaptive_bwd(2)),
+        ("aten._adaptive_avg_pool3d", lambda n: lambda t=x(*ncdhw(n)): A._adaptive_avg_pool3d(t, [1, 1, 1])),
+        ("aten._adaptive_avg_pool3d_backward", adaptive_bwd(3)),
         ("aten.embedding", lambda n: lambda a=table(n): A.embedding(*a)),
         ("aten.embedding_dense_backward", emb_bwd),
         (
@@ -195,6 +248,18 @@ def _cases(device: str) -> list[tuple[str, Callable[[int], Callable[[], object]]
         ("aten.addcdiv_", inplace(lambda a, b, c: a.addcdiv_(b, c, value=-1e-12))),
         ("aten.lerp_", inplace(lambda a, b, c: a.lerp_(b, 0.1))),
     ]
+
+
+def windows(device: str, clock: Clock) -> dict[str, tuple[float, float, float]]:
+    """{pooling op: (FLOPs, bytes, seconds) of one call on WIDE_WINDOW windows over WINDOW_SIZE input elements}:
+    with the op's reference curve (measured at that size too), what one more window element costs."""
+    out = {}
+    for name in POOLS:
+        fns = [pool_call(device, name, WINDOW_SIZE, WIDE_WINDOW) for _ in range(2)]
+        hits = [(f, b) for op, f, b, _ in _counted(fns[0]) if op == name]
+        if len(hits) == 1:
+            out[name] = (*hits[0], clock(alternate(fns), f"{name} 3x3 windows"))
+    return out
 
 
 def _attention(device: str, n: int):

@@ -158,6 +158,28 @@ def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
         curves[op] = _curve(rows)
     if curves:
         out["op_curves"] = curves
+    windows = op_windows(m, curves, fp32, bandwidth)
+    if windows:
+        out["op_window"] = windows
+    return out
+
+
+def op_windows(m: Measurements, curves: dict, fp32: float, bandwidth: float) -> dict[str, dict]:
+    """Each pooling op's cost per window element beyond its curve's (schema.WindowCost): its wide-window call
+    (`Measurements.windows`) less what its curve gives a call of those FLOPs and bytes, over the FLOPs beyond the
+    reference calls' FLOPs per byte. An op whose wide call costs no more than its curve says gets 0."""
+    out = {}
+    for op, (f, b, t) in sorted(m.windows.items()):
+        reference = [p for p in m.ops.get(op, []) if p[1] > 0]
+        if op not in curves or not reference or b <= 0:
+            continue
+        ratio = statistics.median(p[0] / p[1] for p in reference)
+        beyond = f - ratio * b
+        if beyond <= 0:
+            continue
+        by_curve = max(f / fp32, b / bandwidth) / _at(curves[op], b)
+        per_flop = max(0.0, (_seconds(t, m.dispatch_s) - by_curve) / beyond)
+        out[op] = {"flops_per_byte": float(f"{ratio:.4g}"), "seconds_per_flop": float(f"{per_flop:.4g}")}
     return out
 
 

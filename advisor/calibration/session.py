@@ -87,9 +87,9 @@ def _calibrate_once(
 
 
 def rejected_path(path: Path) -> Path:
-    """Where a disturbed calibration goes when it may not replace `path`: beside the catalog folder, so that
-    the catalog does not load it."""
-    return path.parent.parent / "calibration-rejected" / path.name
+    """Where a disturbed calibration goes when it may not replace `path`: beside it, under a name no catalog
+    folder loads (only *.yaml and *.yml are read), wherever `--output` put it."""
+    return path.with_name(path.name + ".rejected")
 
 
 def save(data: dict, path: Path, force: bool = False) -> tuple[Path, str | None]:

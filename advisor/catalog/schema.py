@@ -241,6 +241,17 @@ class RowGather(Strict):
     )
 
 
+class WindowCost(Strict):
+    """A pooling op's cost per window element beyond what its op curve carries: the curve is measured on 2 x 2
+    (x 2) windows at stride 2, and a wider or denser window reads each input element more often than its bytes
+    say (a 3 x 3 stride-1 max pool reads every element nine times for about twice the bytes of a 2 x 2 stride-2
+    one). A call of F FLOPs (one per window element per output) and B bytes adds `seconds_per_flop` x
+    max(0, F - `flops_per_byte` x B) to the time its curve gives."""
+
+    flops_per_byte: float = Field(ge=0, le=1e3, description="FLOPs per byte of the calls the op curve measured")
+    seconds_per_flop: float = Field(ge=0, le=1e-6, description="time of each FLOP beyond that ratio")
+
+
 class Efficiency(Strict):
     """Achievable fractions of datasheet peaks for a device family, and the fixed cost of an op."""
 
@@ -329,6 +340,11 @@ class Efficiency(Strict):
         description="efficiency of named aten ops by bytes per call, against the op's own roofline at the "
         "device's peaks (max(FLOPs / vector peak, bytes / bandwidth)): normalisations, pooling, embedding "
         "gathers and scatters, dropout, optimizer updates; overrides the generic curves for that op",
+    )
+    op_window: dict[str, WindowCost] = Field(
+        {},
+        description="pooling ops with an op curve: the time of window elements beyond the curve's (measured by "
+        "advisor calibrate on 3 x 3 stride-1 windows)",
     )
     min_op_s: dict[str, Duration] = Field(
         {},

@@ -39,6 +39,7 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         "first_touch_bandwidth": float(eff["first_touch_bandwidth"]) if eff.get("first_touch_bandwidth") else None,
         "parallel_op_s": [float(t) for t in eff.get("parallel_op_s") or []] or None,
         "conv_channel_block": eff.get("conv_channel_block"),
+        "pool_window_s": {op: w["seconds_per_flop"] for op, w in eff.get("op_window", {}).items()} or None,
         "warnings": list(eff.get("calibration_warnings", [])),
         "source": dev["source"],
         "as_of": dev["as_of"],
@@ -66,6 +67,9 @@ def _table(s: dict) -> None:
         t.add_row("fresh pages from the OS (first touch)", units.fmt_bandwidth(s["first_touch_bandwidth"]))
     if s["conv_channel_block"]:
         t.add_row("convolution channel block", f"{s['conv_channel_block']} channels")
+    max_pool = (s["pool_window_s"] or {}).get("aten.max_pool2d_with_indices")
+    if max_pool is not None:  # the largest of the window costs on a CPU, and the one most models pay
+        t.add_row("max pooling, per window element beyond 2x2/2", f"{max_pool * 1e9:.3g} ns")
     if s["parallel_op_s"]:  # the threads' state: validate compares its own probes with these
         low, high = min(s["parallel_op_s"]), max(s["parallel_op_s"])
         shown = units.fmt_duration(low) if low == high else f"{units.fmt_duration(low)} - {units.fmt_duration(high)}"

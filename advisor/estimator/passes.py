@@ -102,6 +102,7 @@ class OpTable:
     op_curve: np.ndarray  # index into `curves` of the op's own measured curve by bytes per call (-1: none)
     min_s: np.ndarray  # least body time of one call
     setup_s: np.ndarray  # time every call adds to its body (Efficiency.op_setup_s)
+    window: np.ndarray  # N × 2: a pooling op's (FLOPs per byte of its curve, seconds per FLOP beyond), 0: none
     live: np.ndarray  # 0 for records a steady-state step on this device does not run
     reuse: np.ndarray  # optimizer records (data last touched a whole step ago): how far the step's traffic is
     # looked up (roofline.reuse_cap); 0: not an optimizer record
@@ -234,6 +235,7 @@ class _EffPart:
     op_curve: np.ndarray
     min_s: np.ndarray
     setup_s: np.ndarray
+    window: np.ndarray
     curves: list
     live: np.ndarray
     reuse: np.ndarray
@@ -271,6 +273,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
 
     n = len(rec.rows)
     eta, curve, conv, overhead, cap, scale, op_curve, min_s, setup_s = (np.zeros(n) for _ in range(9))
+    window = np.zeros((n, 2))
     units: list[tuple[str, str] | None] = [None] * n
     family_constants: dict[tuple, tuple] = {}  # the few distinct (category, dtype, op, phase) of a profile
     for j, (_i, category, dtype, name, phase) in enumerate(rec.rows):
@@ -290,10 +293,10 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
                 curve_index(own),
                 eff.min_op_s.get(name, 0.0) if name else 0.0,
                 eff.op_setup_s.get(name, 0.0) if name else 0.0,
+                (w.flops_per_byte, w.seconds_per_flop) if own and (w := eff.op_window.get(name)) else (0.0, 0.0),
             )
-        units[j], eta[j], curve[j], conv[j], overhead[j], cap[j], scale[j], op_curve[j], min_s[j], setup_s[j] = (
-            constants
-        )
+        (units[j], eta[j], curve[j], conv[j], overhead[j], cap[j], scale[j], op_curve[j], min_s[j], setup_s[j],
+         window[j]) = constants  # fmt: skip
     # what this family of devices runs of each record
     fused = replaced_modules(profile, eff, cpu)
     stepped = recurrent_modules(profile, eff, cpu)
@@ -348,7 +351,8 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     values[:, 2] -= s_fix
     values[:, 3] -= s_per
     return _EffPart(
-        units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, setup_s, curves, live, reuse, hot, values,
+        units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, setup_s, window, curves, live, reuse, hot,
+        values,
         s_fix, s_per, sort_idx, sort_max, transpose, pad, f_profile, wave, unaligned, blocks, gather, copies,
         host_calls, fused,
         (
@@ -421,6 +425,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         op_curve=part.op_curve.astype(int),
         min_s=part.min_s,
         setup_s=part.setup_s,
+        window=part.window,
         live=part.live,
         reuse=part.reuse,
         hot=part.hot,
@@ -556,6 +561,8 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
         rows = (table.gather[:, 0] * weight + table.gather[:, 1] * micro * act) / table.calls
         body = np.maximum(body, rows * table.block_s)
     body = body + table.setup_s  # a library call's fixed cost (a CPU convolution's), whatever its size
+    if table.window.any():  # pooling windows wider or denser than the ones their curves were measured on
+        body = body + table.window[:, 1] * np.maximum(f_call - table.window[:, 0] * b_call, 0.0)
     serial = table.s_fix * weight + table.s_per * micro * act
     if table.copies.any():
         serial = serial + table.copies * micro * act

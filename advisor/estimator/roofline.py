@@ -284,6 +284,9 @@ def op_time(
     t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls))
     body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0, floor_s)
     body += eff.op_setup_s.get(op, 0.0) if op else 0.0  # a library call's fixed cost, whatever its size
+    window = eff.op_window.get(op) if curve else None
+    if window:  # a pooling window wider or denser than the one its curve was measured on
+        body += window.seconds_per_flop * max(0.0, f_call - window.flops_per_byte * b_call)
     compute_bound = t_cmp >= t_mem and t_cmp > 0
     return OpTime(
         seconds=(body + t_serial) * calls + overhead,

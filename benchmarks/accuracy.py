@@ -62,6 +62,9 @@ REPORT = [
     ("squeezenet", (16, 32)),
     ("tcn", (4, 16)),
     ("mixer", (8, 32)),
+    ("stemnet", (8, 32)),
+    ("vggavg", (16, 64)),
+    ("autoenc", (64, 256)),
 ]
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 PHASES = ("forward", "backward", "optimizer")

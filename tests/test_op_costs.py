@@ -837,6 +837,14 @@ def test_a_cpu_convolution_computes_whole_channel_blocks(tmp_path):
     assert kernels.channel_padding(back, eff, "fp32") == (pytest.approx(0.625), 0.0)
     depthwise = record(op="aten.convolution", shapes="[16, 24, 32, 32], [24, 1, 3, 3]")
     assert kernels.channel_padding(depthwise, eff, "fp32") == (1.0, 0.0)  # grouped: not blocked this way
+    # a 1x1 convolution runs on GEMM-like kernels at its real channels: 40 -> 24 not priced as 48 -> 32 (0.625)
+    pointwise = record(op="aten.convolution", shapes="[16, 40, 32, 32], [24, 40, 1, 1]")
+    assert kernels.channel_padding(pointwise, eff, "fp32") == (1.0, 0.0)
+    pointwise_back = record(op="aten.convolution_backward", shapes="[16, 24, 32, 32], [16, 40, 32, 32], [24, 40, 1, 1]")
+    assert kernels.channel_padding(pointwise_back, eff, "fp32") == (1.0, 0.0)
+    # a 1x3 kernel is spatial: 40 -> 24 computed as 48 -> 32, 960 of 1,536
+    strip = record(op="aten.convolution", shapes="[16, 40, 32, 32], [24, 40, 1, 3]")
+    assert kernels.channel_padding(strip, eff, "fp32") == (pytest.approx(0.625), 0.0)
     # 1e6 FLOPs at 1e11 x 0.5: 20 µs, + 10 µs overhead = 30 µs; over 0.5625 of the lanes 35.556 µs + 10 µs
     args = (CPU, "fp32", "fp32", 1, 0.0, 1)
     assert profile_op_time(body, args[0], EFF, *args[1:]).seconds == pytest.approx(30e-6)

@@ -41,6 +41,9 @@ DEFAULT_MAX_BYTES = 64_000_000
 # entry is about 20 values in 240 bytes), which keeps any file's values under about half a gigabyte.
 BYTES_PER_VALUE = 12
 # Open flags: never block on a fifo, never leak the descriptor, never adopt a terminal (POSIX; 0 elsewhere).
+# read_bytes reads this much at a time; the profiler's page-fault replay starts from what that does to glibc malloc
+# (profiler.heap.process_threshold)
+READ_CHUNK = 1 << 22
 _NOBLOCK = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 WRITTEN: list[str] = []  # outputs written by this process, for the message after an interrupt
 
@@ -93,7 +96,7 @@ def read_bytes(path: Path, what: str = "file") -> bytes:
             raise _too_big(path, info.st_size, limit)
         chunks, total = [], 0
         while True:
-            chunk = os.read(fd, min(1 << 22, limit + 1 - total))
+            chunk = os.read(fd, min(READ_CHUNK, limit + 1 - total))
             if not chunk:
                 break
             chunks.append(chunk)

@@ -101,6 +101,9 @@ WorkloadKind = Literal[WORKLOAD_KINDS]
 
 # ---- a training step ----
 PHASES: tuple[str, ...] = ("forward", "backward", "optimizer")
+# the three GEMMs of a linear layer: forward x·Wᵀ, input gradient g·W, weight gradient gᵀ·x (calibrated apart)
+GEMM_LAYOUTS: tuple[str, ...] = ("forward", "input_grad", "weight_grad")
+GemmLayout = Literal[GEMM_LAYOUTS]
 Phase = Literal[PHASES]
 CATEGORIES: tuple[str, ...] = ("matrix", "vector", "memory")
 Category = Literal[CATEGORIES]

@@ -101,12 +101,11 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
 
     def sweep(device, clock, quick, tick):
         tick("memory bandwidth")
-        empty = {
-            k: [] for k in ("skinny", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks", "copy")
-        }
+        empty = {k: [] for k in ("conv", "conv_backward", "conv_small", "conv_backward_small", "blocks", "copy")}
         return {
             **empty,
             "matmul": {},
+            "skinny_layouts": {},
             "floors": {},
             "ops": {},
             "windows": {},
@@ -190,6 +189,18 @@ def test_overlay_carries_the_new_calibrated_fields():
     _, eff = models(build(m))
     # skinny GEMMs at 2e10 and 1.6e11 FLOP/s over the 2e11 peak: 0.1 at intensity 2, 0.8 at 10, then 1.0
     assert [s.efficiency for s in eff.matmul_by_intensity] == [0.1, 0.8, 1.0]
+    assert eff.matmul_by_layout == {}  # no per-layout times: no per-layout caps
+    # the forward layout of the same GEMMs at half those rates (1e10 and 8e10 FLOP/s): 0.05 and 0.4, then 1.0;
+    # the weight gradient's at the rates above
+    m.skinny_layouts = {
+        "forward": [(8e6, 4e6, 8e6 / 1e10 + 1e-6), (2e8, 2e7, 2e8 / 8e10 + 1e-6)],
+        "weight_grad": m.skinny,
+    }
+    _, eff = models(build(m))
+    assert {k: [s.efficiency for s in v] for k, v in eff.matmul_by_layout.items()} == {
+        "forward": [0.05, 0.4, 1.0],
+        "weight_grad": [0.1, 0.8, 1.0],
+    }
     # relu at 8e6 bytes: roofline 8e6 / 2e10 = 400 µs at the memory peak, measured 1 ms less 1 µs dispatch: 0.4
     assert eff.op_curves["aten.relu"][-1].efficiency == pytest.approx(0.4)
     # floors: the GEMM's 3 µs less the 1 µs dispatch; relu's smallest call 2 µs less 1 µs

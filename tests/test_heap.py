@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.profiler.heap import Arena, faulted_bytes, replay, steady_faults
+from advisor.profiler.heap import Arena, faulted_bytes, process_threshold, replay, steady_faults
 from advisor.profiler.schema import Linear
 
 KIB, MIB = 1024, 1024 * 1024
@@ -53,7 +53,7 @@ def test_faults_are_told_apart_by_the_phase_they_ran_in():
 def test_the_top_of_the_heap_is_released_and_faulted_in_again():
     # three 100 KiB blocks (chunks of 102,416 bytes) below the 128 KiB threshold, freed at the end of the step
     step = [(1, 100 * KIB), (2, 100 * KIB), (3, 100 * KIB), (1, -100 * KIB), (2, -100 * KIB), (3, -100 * KIB)]
-    first, second = replay(step * 2, [0, 6])
+    first, second = replay(step * 2, [0, 6], 128 * KIB)  # from glibc's start, as a process that read no file
     # first step: the heap grows to 237,568 bytes (a chunk + 128 KiB pad, in pages), then by 204,800 more for the
     # third; the three chunks end at 307,248: 76 pages, 311,296 bytes touched
     assert first == 311_296
@@ -62,6 +62,29 @@ def test_the_top_of_the_heap_is_released_and_faulted_in_again():
     # Second step: the first chunk fits in the 135,168 left; the second grows the heap by 204,800 to 339,968 and
     # touches up to 208,896 (73,728 new bytes); the third up to 311,296 (102,400 more): 176,128
     assert second == 176_128
+
+
+def test_a_replay_starts_where_reading_the_model_file_left_glibc():
+    # advisor.io.read_bytes' last read asks CPython for a 4 MiB bytes object: malloc(4,194,304 + 33), a chunk of
+    # 4,194,352 (+ 8 header, 16-aligned), mapped in pages: (4,194,352 + 8) rounded up to 4,096 = 4,198,400; freed
+    # empty, it raises the threshold to that, the trim threshold to 8,396,800
+    assert process_threshold() == 4_198_400
+
+
+def test_from_the_process_start_an_update_keeps_its_temporaries_resident():
+    # an optimizer-like step: two 1.5 MiB temporaries (chunks of 1,572,880 bytes), freed in turn
+    mib = 3 * MIB // 2
+    step = [(1, mib), (2, mib), (1, -mib), (2, -mib)]
+    marks = [0, 4, 8, 12]
+    # from glibc's 128 KiB start: the first step maps both (freeing them raises the thresholds to 1,576,960 and
+    # 3,153,920); the second puts them on the heap: it grows to 1,708,032 (the chunk + 128 KiB pad, in pages) and
+    # touches 1,576,960, then to 3,280,896, touching 1,572,864 more; freeing both leaves 3,280,896 free at the top,
+    # above the trim threshold: (3,280,896 - 131,072 - 33) // 4,096 = 768 pages go back, 135,168 stay. Every later
+    # step grows it again: 1,576,960 - 135,168 + 1,572,864 = 3,014,656 bytes; the steady median (steps 2-4:
+    # 3,149,824, 3,014,656, 3,014,656) is 3,014,656
+    assert steady_faults(step * 4, marks, 128 * KIB)[0] == 3_014_656
+    # from the process's start (trim threshold 8,396,800) the 3,280,896 free bytes stay: nothing after the first step
+    assert steady_faults(step * 4, marks)[0] == 0.0
 
 
 def test_page_faults_cost_the_calibrated_first_touch_rate_on_a_cpu():

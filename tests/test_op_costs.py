@@ -75,6 +75,62 @@ def test_skinny_gemm_is_capped_by_its_intensity():
     assert op_time(CPU, eff, 1e6, 1e4, 1, "matrix", "fp32", op="aten.mm").seconds == pytest.approx(30e-6)
 
 
+def test_a_linear_layers_three_gemms_are_told_apart():
+    # nn.Linear(512, 1024) at 64 rows: forward addmm(b, x, Wᵀ), input gradient g·W, weight gradient gᵀ·x
+    fwd = record("aten.addmm", shapes="[1024], [64, 512], [512, 1024]")
+    assert kernels.gemm_layout(fwd) == "forward"
+    assert kernels.gemm_layout(record(phase="backward", shapes="[64, 1024], [1024, 512]")) == "input_grad"
+    # gᵀ·x reduces over the 64 rows, fewer than its 1024 x 512 output
+    assert kernels.gemm_layout(record(phase="backward", shapes="[1024, 64], [64, 512]")) == "weight_grad"
+    assert kernels.gemm_layout(record("aten.bmm", shapes="[8, 64, 64], [8, 64, 64]")) is None
+    assert kernels.gemm_layout(record(shapes="")) is None
+
+
+def test_a_gemm_is_capped_by_its_layouts_curve():
+    # the forward layout measured at half the mean's cap: 0.05 up to intensity 6
+    slow = [{"min_size": 0, "efficiency": 0.05}, {"min_size": 6, "efficiency": 0.05}]
+    slow.append({"min_size": 10, "efficiency": 1.0})
+    eff = with_(matmul_by_intensity=CAP, matmul_by_layout={"forward": slow})
+    # 1e6 FLOPs over 2e5 bytes, intensity 5: the forward cap 0.05 -> 1e6 / (1e11 * 0.05) = 200 µs, + 10 µs
+    fwd = record(flops=1e6, nbytes=2e5, shapes="[4, 1000], [1000, 1000]")
+    assert profile_op_time(fwd, CPU, eff, "fp32", "fp32", 1).seconds == pytest.approx(210e-6)
+    # the input gradient has no curve of its own: the mean's 0.1 -> 100 µs + 10 µs
+    grad = record(phase="backward", flops=1e6, nbytes=2e5, shapes="[4, 1000], [1000, 1000]")
+    assert profile_op_time(grad, CPU, eff, "fp32", "fp32", 1).seconds == pytest.approx(110e-6)
+
+
+def test_the_op_table_reads_each_gemms_layout_curve():
+    """passes.py agrees with profile_op_time on every record of the shipped LSTM under per-layout caps (each
+    layout a different cap, so a mix-up shows)."""
+    import numpy as np
+
+    from advisor import api
+    from advisor.estimator.parallel.tensor import roles
+    from advisor.estimator.passes import op_table, record_times
+    from advisor.estimator.roofline import STATE_INIT
+
+    prof = api.profile_from("lstm")
+    caps = {
+        name: [{"min_size": 0, "efficiency": e}, {"min_size": 1e4, "efficiency": 1.0}]
+        for name, e in (("forward", 0.05), ("input_grad", 0.2), ("weight_grad", 0.4))
+    }
+    eff = with_(matmul_by_intensity=CAP, matmul_by_layout=caps)
+    seen = {kernels.gemm_layout(o) for o in prof.ops}
+    assert {"forward", "input_grad", "weight_grad"} <= seen
+    table = op_table(prof, roles(prof, prof.structure), CPU, eff, "fp32")
+    got = record_times(table, [3], [1], [1], [False])["seconds"][0]
+    stepped = recurrent_modules(prof, eff)
+    want = [
+        0.0
+        if o.phase == "optimizer" and o.op in STATE_INIT
+        else profile_op_time(
+            o, CPU, eff, "fp32", "fp32", 3, prof.bytes(3), prof.batch_size, o.module in stepped
+        ).seconds
+        for o in prof.ops
+    ]
+    assert got == pytest.approx(np.asarray(want), rel=1e-12)
+
+
 def test_curves_join_their_points_as_power_laws():
     """Efficiency.at and the op table's vectorized lookup: the figure at each point, straight lines on log-log axes
     between them, flat outside; the min_size 0 point stands one decade below the next. Every catalog curve then

@@ -40,6 +40,9 @@ class Measurements:
     dispatch_s: float = 0.0  # one trivial op: the floor every op pays
     matmul: dict[str, list[Point]] = field(default_factory=dict)  # dtype -> square GEMMs by FLOPs
     skinny: list[tuple[float, float, float]] = field(default_factory=list)  # fp32 GEMMs: (FLOPs, bytes, s)
+    # the same GEMMs by layout (kernels.GEMM_LAYOUTS: forward x·Wᵀ, input gradient g·W, weight gradient gᵀ·x); skinny
+    # is their mean
+    skinny_layouts: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
     copy: list[Point] = field(default_factory=list)  # by bytes moved (read + written)
     vector_flops_s: float = 0.0  # achieved FLOP/s of a large, compute-heavy elementwise op (gelu)
     vector_bytes: float = 0.0
@@ -265,7 +268,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
     quick_clock.spreads = clock.spreads
     return {
         "matmul": matmul,
-        "skinny": skinny,
+        "skinny_layouts": skinny,
         "conv": conv,
         "conv_backward": conv_backward,
         "conv_small": conv_small,
@@ -326,9 +329,10 @@ def run(
         results.append(_sweep(device, clock, quick, lambda what, of=of: tick(what + of)))
     m.parallel_op_s = [t for t in (*m.parallel_op_s, probe()) if t is not None]
     merged = median_of(results)
-    merged_keys = ("matmul", "skinny", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks", "floors")
-    for key in (*merged_keys, "launch_s", "copy", "ops", "windows"):
+    merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")
+    for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows"):
         setattr(m, key, merged[key])
+    m.skinny = kernels.layouts_mean(m.skinny_layouts)
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     m.vector_seconds, m.vector_bytes = merged["gelu_s"], 8.0 * n
     m.vector_flops_s = 5.0 * n / max(m.vector_seconds - m.dispatch_s, 1e-9)  # the profiler counts gelu as 5 per element

@@ -11,6 +11,7 @@ import itertools
 import statistics
 
 from advisor.calibration.bench import Clock, Point, alternate
+from advisor.vocab import GEMM_LAYOUTS  # in the order skinny_points times them
 
 MATMUL_SIZES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 COLD_SETS = 512  # at most this many operand pairs per size
@@ -101,14 +102,16 @@ def reference_matmul(device: str, clock: Clock) -> float:
     return clock(lambda: torch.mm(a, b), "reference mm")
 
 
-def skinny_points(device: str, clock: Clock, quick: bool) -> list[tuple[float, float, float]]:
-    """fp32 GEMMs (M x K)·(K x N) with M small, in the three layouts: (FLOPs, bytes read + written,
-    seconds) per call, counted as the profiler counts an mm (both operands read, the product written)."""
+def skinny_points(device: str, clock: Clock, quick: bool) -> dict[str, list[tuple[float, float, float]]]:
+    """fp32 GEMMs (M x K)·(K x N) with M small, in the three layouts of GEMM_LAYOUTS: {layout: [(FLOPs, bytes read
+    + written, seconds) per call]}, counted as the profiler counts an mm (both operands read, the product written).
+    The layouts are not alike at a small M: on the development VM's EPYC (one thread, oneDNN) x·Wᵀ at M = 16 takes
+    0.65 ms, gᵀ·x 0.28 ms, for the same FLOPs and bytes."""
     import torch
 
     cold = _cold_bytes(device, quick)
     nk = SKINNY_NK // (4 if quick else 1)
-    out = []
+    out: dict[str, list[tuple[float, float, float]]] = {layout: [] for layout in GEMM_LAYOUTS}
     for m in SKINNY_M[::2] if quick else SKINNY_M:
         nbytes = 4.0 * (m * nk + nk * nk + m * nk)
         count = max(2, min(COLD_SETS, int(cold / nbytes)))
@@ -123,12 +126,20 @@ def skinny_points(device: str, clock: Clock, quick: bool) -> list[tuple[float, f
             lambda s: torch.mm(s[2], s[1]),
             lambda s: torch.mm(s[2].t(), s[0]),
         )
-        times = []
-        for layout in layouts:
+        for name, layout in zip(GEMM_LAYOUTS, layouts, strict=True):
             turn = itertools.cycle(sets)
-            times.append(clock(lambda turn=turn, f=layout: f(next(turn)), f"mm {m}x{nk}"))
-        out.append((2.0 * m * nk * nk, nbytes, statistics.mean(times)))
+            seconds = clock(lambda turn=turn, f=layout: f(next(turn)), f"mm {m}x{nk} {name}")
+            out[name].append((2.0 * m * nk * nk, nbytes, seconds))
     return out
+
+
+def layouts_mean(by_layout: dict[str, list[tuple[float, float, float]]]) -> list[tuple[float, float, float]]:
+    """The three layouts' (FLOPs, bytes, seconds) points as one list, each point's seconds their mean: the cap
+    for GEMMs whose layout a profile does not tell (`matmul_by_intensity`)."""
+    rows = [by_layout[name] for name in GEMM_LAYOUTS if by_layout.get(name)]
+    if not rows:
+        return []
+    return [(f, b, statistics.mean(r[i][2] for r in rows)) for i, (f, b, _) in enumerate(rows[0])]
 
 
 def floors(device: str, clock: Clock) -> dict[str, float]:

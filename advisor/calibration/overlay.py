@@ -127,10 +127,17 @@ def channel_block(points: list[tuple[int, int, float]]) -> int | None:
 def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
     """The curves of the calibrated fields: GEMM shape cap, convolutions, named ops."""
     out: dict = {}
-    if m.skinny:
+
+    def gemm_cap(points: list[tuple[float, float, float]]) -> list[dict]:
         # FLOPs per byte -> efficiency; past the squarest measured shape the cap no longer binds
-        pts = monotone([(f / b, f / _seconds(t, m.dispatch_s) / fp32) for f, b, t in m.skinny])
-        out["matmul_by_intensity"] = _curve([*pts, (2 * pts[-1][0], 1.0)])
+        pts = monotone([(f / b, f / _seconds(t, m.dispatch_s) / fp32) for f, b, t in points])
+        return _curve([*pts, (2 * pts[-1][0], 1.0)])
+
+    if m.skinny:
+        out["matmul_by_intensity"] = gemm_cap(m.skinny)
+    layouts = {name: gemm_cap(points) for name, points in sorted(m.skinny_layouts.items()) if points}
+    if layouts:
+        out["matmul_by_layout"] = layouts
     setups = {}
     for op, key, data, small in (
         ("aten.convolution", "conv_by_intensity", m.conv, m.conv_small),

@@ -156,10 +156,13 @@ def combine(runs: list[Validation]) -> Validation:
 
 
 def first_touch_s_per_byte(size: int = 64 << 20, repeats: int = 7) -> float:
-    """Seconds per byte the OS takes to hand out fresh memory, measured: filling a tensor over `size` bytes of a
-    new anonymous mapping less filling one already mapped, the fastest of `repeats` rounds of each (another
-    process on a core slows a round, never speeds it: a median of two noisy sets can subtract the noise of one
-    from the other). The fresh pages come from mmap itself, not from the allocator: a glibc heap that kept a
+    """Seconds per byte the OS takes to hand out fresh memory and take it back, measured: mapping `size` bytes
+    anonymously, filling a tensor over them and unmapping them, less filling a tensor already mapped, the fastest
+    of `repeats` rounds of each (another process on a core slows a round, never speeds it: a median of two noisy
+    sets can subtract the noise of one from the other). The unmapping counts because a step pays it too: the pages
+    it faults in are those a trim of glibc's heap (or the unmapping of a block mapped on its own) handed back,
+    inside the step (on the development VM the unmap adds about a tenth: 4.3-4.4 GB/s for the fill alone,
+    3.9-4.0 with it). The fresh pages come from mmap itself, not from the allocator: a glibc heap that kept a
     large freed block (after profiling a model with big embedding tables) would hand back pages already mapped,
     and the cost would come out 0."""
     import mmap
@@ -172,18 +175,17 @@ def first_touch_s_per_byte(size: int = 64 << 20, repeats: int = 7) -> float:
     fresh, warm = [], []
     private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)  # as malloc maps (not shmem)
     for _ in range(repeats):
+        t0 = time.perf_counter()
         region = mmap.mmap(-1, n * 4, flags=private) if private else None  # Windows: the allocator's pages
         new = torch.frombuffer(region, dtype=torch.float32) if region is not None else torch.empty(n)
-        t0 = time.perf_counter()
         new.fill_(1.0)
-        t1 = time.perf_counter()
         del new
         if region is not None:
             region.close()
-        t2 = time.perf_counter()
+        t1 = time.perf_counter()
         kept.fill_(1.0)
         fresh.append(t1 - t0)
-        warm.append(time.perf_counter() - t2)
+        warm.append(time.perf_counter() - t1)
     return max(0.0, (min(fresh) - min(warm)) / size)
 
 

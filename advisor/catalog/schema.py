@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from advisor import units
 from advisor.errors import UserError
-from advisor.vocab import DTYPES, PHASES, DeviceKind, SoftwareStack, WorkloadKind
+from advisor.vocab import DTYPES, PHASES, DeviceKind, GemmLayout, SoftwareStack, WorkloadKind
 
 
 def _quantity(kind: str, low: float, high: float):
@@ -331,6 +331,12 @@ class Efficiency(Strict):
         description="cap on matmul efficiency by FLOPs per byte of the call: a GEMM with a small dimension "
         "(a small batch, one recurrent step) streams its weights for few FLOPs and reaches far less than a "
         "square GEMM of the same FLOPs",
+    )
+    matmul_by_layout: dict[GemmLayout, Curve] = Field(
+        {},
+        description="matmul_by_intensity for each of a linear layer's three GEMMs (forward x·Wᵀ, input gradient "
+        "g·W, weight gradient gᵀ·x), measured apart: at a small batch the same FLOPs and bytes take twice as long "
+        "in one layout as in another; a matmul whose layout the profile does not tell reads matmul_by_intensity",
     )
     conv_backward_by_intensity: Curve | None = Field(
         None, description="as conv_by_intensity, for convolution_backward (input and weight gradients)"

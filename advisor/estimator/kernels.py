@@ -84,6 +84,25 @@ def conv_dims(op: OpRecord) -> tuple[int, int, int, int] | None:
     return cin, cout, groups, math.prod(w[1:])
 
 
+def gemm_layout(op: OpRecord) -> str | None:
+    """Which of a linear layer's three GEMMs (vocab.GEMM_LAYOUTS) a 2-D matmul record is, for the calibrated
+    per-layout caps (`matmul_by_layout`): "weight_grad" where the reduced (inner) dimension is the smallest, as
+    gᵀ·x reduces over the batch's rows; else "forward" (x·Wᵀ) in the forward phase and "input_grad" (g·W) in the
+    others. The profile keeps logical shapes, not strides, so a forward x·W with an untransposed W reads as x·Wᵀ.
+    None for other ops (bmm, convolutions) and shapes that are not two matrices."""
+    if op.op not in ("aten.mm", "aten.addmm"):
+        return None
+    shapes = parse_shapes(op.shapes)
+    if op.op == "aten.addmm":
+        shapes = shapes[1:]
+    if len(shapes) < 2 or len(shapes[0]) != 2 or len(shapes[1]) != 2:
+        return None
+    (rows, inner), (_, cols) = shapes[0], shapes[1]
+    if inner < min(rows, cols):
+        return "weight_grad"
+    return "forward" if op.phase == "forward" else "input_grad"
+
+
 def conv_io(op: OpRecord, dims: tuple[int, int, int, int]) -> tuple[float, float]:
     """(input elements, output elements) of one call of a convolution record at the profile's batch; the output
     is taken at the input's spatial size, at the output's channels."""

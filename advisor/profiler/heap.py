@@ -12,12 +12,15 @@ phase it ran in), `steady_faults` replays them through `Arena` and returns the m
 faults in and each phase's share of them.
 
 `Arena` follows glibc 2.26+ (malloc/malloc.c) for large blocks: 16-byte chunks with an 8-byte header; best-fit
-reuse of free chunks, coalesced with free neighbours; requests at or above `mmap_threshold` (128 KiB at start)
-mapped on their own; freeing a mapped chunk raises the threshold to its size (up to 32 MiB on 64-bit systems)
-and the trim threshold to twice that; a free that leaves the top chunk at or above the trim threshold and
+reuse of free chunks, coalesced with free neighbours; requests at or above `mmap_threshold` (128 KiB when a process
+starts) mapped on their own; freeing a mapped chunk raises the threshold to its size (up to 32 MiB on 64-bit
+systems) and the trim threshold to twice that; a free that leaves the top chunk at or above the trim threshold and
 frees at least 64 KiB (FASTBIN_CONSOLIDATION_THRESHOLD) releases all of the top but `top_pad` (128 KiB). Not
 modelled: the per-thread caches and fast bins of small chunks, other arenas, and the allocations that are
 not tensors (Python objects, oneDNN's scratch space), which can keep the heap's top in use and so fault less.
+
+A replay starts where the process that times a step stands when it builds the model (`process_threshold`): not at
+glibc's 128 KiB, since reading the model file has mapped and unmapped a 4 MiB buffer by then.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ PAGE = 4096
 KIB, MIB = 1 << 10, 1 << 20
 MMAP_THRESHOLD_MAX = 32 * MIB  # DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: 4 MiB x sizeof(long)
 CONSOLIDATION = 64 * KIB  # FASTBIN_CONSOLIDATION_THRESHOLD
+DEFAULT_THRESHOLD = 128 * KIB  # DEFAULT_MMAP_THRESHOLD_MIN and DEFAULT_TRIM_THRESHOLD
+BYTES_HEADER = 33  # CPython asks malloc for n + 33 bytes for a bytes object of n (its header and trailing NUL)
 
 
 def _up(x: int, a: int) -> int:
@@ -41,7 +46,9 @@ def _up(x: int, a: int) -> int:
 class Arena:
     """glibc's main arena, enough of it to count the bytes of pages a sequence of malloc/free faults in."""
 
-    def __init__(self, mmap_threshold: int = 128 * KIB, trim_threshold: int = 128 * KIB, top_pad: int = 128 * KIB):
+    def __init__(
+        self, mmap_threshold: int = DEFAULT_THRESHOLD, trim_threshold: int = DEFAULT_THRESHOLD, top_pad: int = 128 * KIB
+    ):
         self.mmap_threshold, self.trim_threshold, self.top_pad = mmap_threshold, trim_threshold, top_pad
         self.free_chunks: dict[int, int] = {}  # start -> size, not counting the top chunk
         self.free_ends: dict[int, int] = {}  # end -> start of the same free chunks
@@ -121,13 +128,33 @@ class Arena:
         return size
 
 
-def replay_phases(events: Iterable[tuple], marks: list[int]) -> list[dict[str, int]]:
+def process_threshold() -> int:
+    """glibc's mmap threshold in the process that times a step (`advisor validate`'s, benchmarks/accuracy.py's) when
+    it builds the model, in bytes. Reading the model file (advisor.io.read_bytes) ends with a read that finds the
+    end of the file: CPython asks for a READ_CHUNK-byte bytes object, above the threshold `import torch` leaves
+    (0.5-1 MiB on the development VM), so glibc maps it on its own, and frees it empty, which raises the threshold
+    to the block's mapped size and the trim threshold to twice that: 4,198,400 bytes for the 4 MiB chunk (measured
+    there after load_model_file: a 3.5 MiB malloc comes from the heap, a 4.1 MiB one is mapped)."""
+    from advisor.io import READ_CHUNK
+
+    arena = Arena()
+    arena.free(arena.malloc(READ_CHUNK + BYTES_HEADER))
+    return arena.mmap_threshold
+
+
+def replay_phases(events: Iterable[tuple], marks: list[int], mmap_threshold: int | None = None) -> list[dict[str, int]]:
     """Bytes faulted in by each step of an allocation trace, by phase: `events` are (address, +size) for an
     allocation and (address, -size) for a free, in order, optionally with a third item naming the training phase
     the event ran in ("" by default); `marks` the index of each step's first event (what comes before the first
-    mark, the model's build, faults too but belongs to no step)."""
+    mark, the model's build, faults too but belongs to no step). The arena starts at `mmap_threshold` (the trim
+    threshold twice that, or both glibc's 128 KiB), by default `process_threshold()`."""
     events = list(events)
-    arena, live, out = Arena(), {}, []
+    start = process_threshold() if mmap_threshold is None else mmap_threshold
+    # raised once (as by freeing a mapped block) the trim threshold is twice the mmap threshold; at the start both are
+    # glibc's default
+    arena = Arena(start, 2 * start if start > DEFAULT_THRESHOLD else DEFAULT_THRESHOLD)
+    live: dict[int, int] = {}
+    out: list[dict[str, int]] = []
     bounds = [*marks, len(events)]
     for k, (begin, end) in enumerate(zip([0, *marks], bounds, strict=False)):
         step: dict[str, int] = {}
@@ -145,15 +172,17 @@ def replay_phases(events: Iterable[tuple], marks: list[int]) -> list[dict[str, i
     return out
 
 
-def replay(events: Iterable[tuple], marks: list[int]) -> list[int]:
+def replay(events: Iterable[tuple], marks: list[int], mmap_threshold: int | None = None) -> list[int]:
     """Bytes faulted in by each step of an allocation trace (see `replay_phases`)."""
-    return [sum(step.values()) for step in replay_phases(events, marks)]
+    return [sum(step.values()) for step in replay_phases(events, marks, mmap_threshold)]
 
 
-def steady_faults(events: Iterable[tuple], marks: list[int]) -> tuple[float, dict[str, float]]:
+def steady_faults(
+    events: Iterable[tuple], marks: list[int], mmap_threshold: int | None = None
+) -> tuple[float, dict[str, float]]:
     """(median bytes a steady-state step faults in, each phase's share of them): the steps after the first (which
-    creates the optimizer's state), or the only step there is."""
-    steps = replay_phases(events, marks)
+    creates the optimizer's state), or the only step there is (see `replay_phases`)."""
+    steps = replay_phases(events, marks, mmap_threshold)
     steady = steps[1:] or steps
     if not steady:
         return 0.0, {}
@@ -163,9 +192,9 @@ def steady_faults(events: Iterable[tuple], marks: list[int]) -> tuple[float, dic
     return total, ({p: v / whole for p, v in by_phase.items() if v > 0} if whole > 0 else {})
 
 
-def faulted_bytes(events: Iterable[tuple], marks: list[int]) -> float:
+def faulted_bytes(events: Iterable[tuple], marks: list[int], mmap_threshold: int | None = None) -> float:
     """Median bytes a steady-state step faults in (see `steady_faults`)."""
-    return steady_faults(events, marks)[0]
+    return steady_faults(events, marks, mmap_threshold)[0]
 
 
 def phase(name: str):

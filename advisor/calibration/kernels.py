@@ -105,7 +105,7 @@ def reference_matmul(device: str, clock: Clock) -> float:
 def skinny_points(device: str, clock: Clock, quick: bool) -> dict[str, list[tuple[float, float, float]]]:
     """fp32 GEMMs (M x K)·(K x N) with M small, in the three layouts of GEMM_LAYOUTS: {layout: [(FLOPs, bytes read
     + written, seconds) per call]}, counted as the profiler counts an mm (both operands read, the product written).
-    The layouts are not alike at a small M: on the development VM's EPYC (one thread, oneDNN) x·Wᵀ at M = 16 takes
+    The layouts are not alike at a small M: on the development VM's Xeon (one thread, 2026-12-05) x·Wᵀ at M = 16 takes
     0.65 ms, gᵀ·x 0.28 ms, for the same FLOPs and bytes."""
     import torch
 

@@ -161,7 +161,7 @@ def first_touch_s_per_byte(size: int = 64 << 20, repeats: int = 7) -> float:
     of `repeats` rounds of each (another process on a core slows a round, never speeds it: a median of two noisy
     sets can subtract the noise of one from the other). The unmapping counts because a step pays it too: the pages
     it faults in are those a trim of glibc's heap (or the unmapping of a block mapped on its own) handed back,
-    inside the step (on the development VM the unmap adds about a tenth: 4.3-4.4 GB/s for the fill alone,
+    inside the step (on the development VM's Xeon the unmap adds about a tenth: 4.3-4.4 GB/s for the fill alone,
     3.9-4.0 with it). The fresh pages come from mmap itself, not from the allocator: a glibc heap that kept a
     large freed block (after profiling a model with big embedding tables) would hand back pages already mapped,
     and the cost would come out 0."""

@@ -75,6 +75,29 @@ def test_skinny_gemm_is_capped_by_its_intensity():
     assert op_time(CPU, eff, 1e6, 1e4, 1, "matrix", "fp32", op="aten.mm").seconds == pytest.approx(30e-6)
 
 
+def table_and_scalar(prof, eff, batch=3):
+    """(the op table's seconds per record at micro-batch `batch`, profile_op_time's for the same records; 0 for
+    the optimizer's state creation, which the table leaves out) on the CPU fixture, plus the table."""
+    import numpy as np
+
+    from advisor.estimator.parallel.tensor import roles
+    from advisor.estimator.passes import op_table, record_times
+    from advisor.estimator.roofline import STATE_INIT
+
+    table = op_table(prof, roles(prof, prof.structure), CPU, eff, "fp32")
+    got = record_times(table, [batch], [1], [1], [False])["seconds"][0]
+    stepped = recurrent_modules(prof, eff)
+    want = [
+        0.0
+        if o.phase == "optimizer" and o.op in STATE_INIT
+        else profile_op_time(
+            o, CPU, eff, "fp32", "fp32", batch, prof.bytes(batch), prof.batch_size, o.module in stepped
+        ).seconds
+        for o in prof.ops
+    ]
+    return got, np.asarray(want), table
+
+
 def test_a_linear_layers_three_gemms_are_told_apart():
     # nn.Linear(512, 1024) at 64 rows: forward addmm(b, x, Wᵀ), input gradient g·W, weight gradient gᵀ·x
     fwd = record("aten.addmm", shapes="[1024], [64, 512], [512, 1024]")
@@ -102,12 +125,7 @@ def test_a_gemm_is_capped_by_its_layouts_curve():
 def test_the_op_table_reads_each_gemms_layout_curve():
     """passes.py agrees with profile_op_time on every record of the shipped LSTM under per-layout caps (each
     layout a different cap, so a mix-up shows)."""
-    import numpy as np
-
     from advisor import api
-    from advisor.estimator.parallel.tensor import roles
-    from advisor.estimator.passes import op_table, record_times
-    from advisor.estimator.roofline import STATE_INIT
 
     prof = api.profile_from("lstm")
     caps = {
@@ -117,18 +135,8 @@ def test_the_op_table_reads_each_gemms_layout_curve():
     eff = with_(matmul_by_intensity=CAP, matmul_by_layout=caps)
     seen = {kernels.gemm_layout(o) for o in prof.ops}
     assert {"forward", "input_grad", "weight_grad"} <= seen
-    table = op_table(prof, roles(prof, prof.structure), CPU, eff, "fp32")
-    got = record_times(table, [3], [1], [1], [False])["seconds"][0]
-    stepped = recurrent_modules(prof, eff)
-    want = [
-        0.0
-        if o.phase == "optimizer" and o.op in STATE_INIT
-        else profile_op_time(
-            o, CPU, eff, "fp32", "fp32", 3, prof.bytes(3), prof.batch_size, o.module in stepped
-        ).seconds
-        for o in prof.ops
-    ]
-    assert got == pytest.approx(np.asarray(want), rel=1e-12)
+    got, want, _ = table_and_scalar(prof, eff)
+    assert got == pytest.approx(want, rel=1e-12)
 
 
 def test_curves_join_their_points_as_power_laws():
@@ -467,25 +475,12 @@ def test_the_op_table_reads_recurrent_weights_from_the_cache_too():
     import numpy as np
 
     from advisor import api
-    from advisor.estimator.parallel.tensor import roles
-    from advisor.estimator.passes import op_table, record_times
-    from advisor.estimator.roofline import STATE_INIT
 
     prof = api.profile_from("lstm")
     eff = with_(matmul_by_intensity=[{"min_size": 0, "efficiency": 0.1}, {"min_size": 100, "efficiency": 1.0}])
-    table = op_table(prof, roles(prof, prof.structure), CPU, eff, "fp32")
+    got, want, table = table_and_scalar(prof, eff)
     assert table.hot.sum() > 0 and all(prof.ops[i].module.startswith("lstm") for i in np.flatnonzero(table.hot))
-    got = record_times(table, [3], [1], [1], [False])["seconds"][0]
-    stepped = recurrent_modules(prof, eff)
-    want = [
-        0.0
-        if o.phase == "optimizer" and o.op in STATE_INIT
-        else profile_op_time(
-            o, CPU, eff, "fp32", "fp32", 3, prof.bytes(3), prof.batch_size, o.module in stepped
-        ).seconds
-        for o in prof.ops
-    ]
-    assert got == pytest.approx(np.asarray(want), rel=1e-12)
+    assert got == pytest.approx(want, rel=1e-12)
 
 
 def test_host_issue_rate_bounds_a_phase_of_small_ops():

@@ -186,6 +186,22 @@ def test_convolution_setup_is_fitted_from_two_batches_and_kept_out_of_the_curve(
     assert [s.efficiency for s in eff.conv_by_intensity] == [1.0, 1.0]
 
 
+def test_depthwise_layers_get_curves_of_their_own_that_may_fall():
+    m = fake_measurements()  # fp32 peak 2e11, dispatch 1 µs
+    # two 3x3 depthwise layers at 2.24 and 2.25 FLOPs per byte: 2.24e6 FLOPs in 113 µs (112 µs less the dispatch
+    # -> 2e10 FLOP/s, 0.1 of the peak) and 2.25e6 in 57.25 µs (4e10, 0.2); a 7x7 one at 12: 1.2e7 in 1.201 ms
+    # (1e10, 0.05). Measured at one batch, so no fixed cost is taken off.
+    m.depthwise = [(2.24e6, 1e6, 113e-6), (2.25e6, 1e6, 57.25e-6), (1.2e7, 1e6, 1.201e-3)]
+    m.depthwise_backward = [(2.25e6, 1e6, 113.5e-6), (1.2e7, 1e6, 1.201e-3)]  # 0.1 and 0.05
+    _, eff = models(build(m, {"forward": 20e-6}))
+    # the two 3x3 layers pooled (within 1.25x of each other): mean 0.15 at sqrt(2.24 x 2.25) = 2.245; the 7x7's
+    # 0.05 stands from sqrt(2.245 x 12) = 5.19, not pooled upwards as the dense curve would be
+    assert [(s.min_size, s.efficiency) for s in eff.depthwise_by_intensity] == [(0, 0.15), (5.19, 0.05)]
+    # backward: 0.1 at 2.25, 0.05 from sqrt(2.25 x 12) = 5.196
+    assert [(s.min_size, s.efficiency) for s in eff.depthwise_backward_by_intensity] == [(0, 0.1), (5.196, 0.05)]
+    assert eff.conv_by_intensity is None  # no dense layers measured
+
+
 def test_convolution_setup_adds_to_every_call():
     eff = Efficiency(**{**EFF.model_dump(), "min_op_s": {"aten.convolution": 50e-6}})
     eff = eff.model_copy(update={"op_setup_s": {"aten.convolution": 40e-6}})

@@ -77,7 +77,7 @@ def test_skinny_gemm_is_capped_by_its_intensity():
 
 def table_and_scalar(prof, eff, batch=3):
     """(the op table's seconds per record at micro-batch `batch`, profile_op_time's for the same records; 0 for
-    the optimizer's state creation, which the table leaves out) on the CPU fixture, plus the table."""
+    the optimizer's state creation, which the table leaves out) on the CPU fixture in fp32, plus the table."""
     import numpy as np
 
     from advisor.estimator.parallel.tensor import roles
@@ -91,7 +91,7 @@ def table_and_scalar(prof, eff, batch=3):
         0.0
         if o.phase == "optimizer" and o.op in STATE_INIT
         else profile_op_time(
-            o, CPU, eff, "fp32", "fp32", batch, prof.bytes(batch), prof.batch_size, o.module in stepped
+            o, CPU, eff, prof.precision, "fp32", batch, prof.bytes(batch), prof.batch_size, o.module in stepped
         ).seconds
         for o in prof.ops
     ]
@@ -137,6 +137,67 @@ def test_the_op_table_reads_each_gemms_layout_curve():
     assert {"forward", "input_grad", "weight_grad"} <= seen
     got, want, _ = table_and_scalar(prof, eff)
     assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_a_depthwise_convolution_reads_its_own_curves():
+    flat = [{"min_size": 0, "efficiency": 0.5}]
+    eff = with_(
+        conv_by_intensity=flat,
+        conv_backward_by_intensity=flat,
+        depthwise_by_intensity=[{"min_size": 0, "efficiency": 0.2}],
+        depthwise_backward_by_intensity=[{"min_size": 0, "efficiency": 0.1}],
+    )
+    depthwise = record("aten.convolution", flops=2e6, nbytes=1e5, shapes="[8, 32, 16, 16], [32, 1, 7, 7]")
+    dense = record("aten.convolution", flops=2e6, nbytes=1e5, shapes="[8, 32, 16, 16], [32, 32, 3, 3]")
+    grouped = record("aten.convolution", shapes="[8, 64, 56, 56], [64, 2, 3, 3]")  # 32 groups of 2 channels
+    back = record(
+        "aten.convolution_backward",
+        "backward",
+        flops=2e6,
+        nbytes=1e5,
+        shapes="[8, 32, 16, 16], [8, 32, 16, 16], [32, 1, 7, 7]",
+    )
+    assert [kernels.kernel_variant(o, eff) for o in (depthwise, dense, grouped, back)] == [
+        "depthwise",
+        None,
+        None,
+        "depthwise",
+    ]
+    # a single channel is not depthwise; a family without depthwise curves reads the conv curves for all
+    assert kernels.kernel_variant(record("aten.convolution", shapes="[8, 1, 16, 16], [4, 1, 3, 3]"), eff) is None
+    assert kernels.kernel_variant(depthwise, with_(conv_by_intensity=flat)) is None
+
+    def seconds(o, e=eff):
+        return profile_op_time(o, CPU, e, "fp32", "fp32", 1).seconds
+
+    # 2e6 FLOPs over 1e5 bytes (memory 1e5 / (1e10 * 0.5) = 20 µs, never the bound), + 10 µs overhead:
+    # depthwise forward at 0.2: 2e6 / (1e11 * 0.2) = 100 µs; backward at 0.1: 200 µs; dense at 0.5: 40 µs
+    assert seconds(depthwise) == pytest.approx(110e-6)
+    assert seconds(back) == pytest.approx(210e-6)
+    assert seconds(dense) == pytest.approx(50e-6)
+    # no backward curve of its own: the dense backward curve's 0.5, as before there were depthwise curves
+    assert seconds(back, with_(**{**eff.model_dump(), "depthwise_backward_by_intensity": None})) == pytest.approx(50e-6)
+
+
+def test_the_op_table_reads_the_depthwise_curves():
+    """passes.py agrees with profile_op_time on every record of the shipped MobileNetV2 (depthwise 3x3 layers and
+    dense ones) with depthwise curves unlike the dense ones."""
+    from advisor import api
+
+    prof = api.profile_from("mobilenet_v2")
+    eff = with_(
+        conv_by_intensity=[{"min_size": 0, "efficiency": 0.5}],
+        conv_backward_by_intensity=[{"min_size": 0, "efficiency": 0.4}],
+        depthwise_by_intensity=[{"min_size": 0, "efficiency": 0.05}, {"min_size": 4, "efficiency": 0.3}],
+        depthwise_backward_by_intensity=[{"min_size": 0, "efficiency": 0.02}],
+    )
+    assert {kernels.kernel_variant(o, eff) for o in prof.ops if o.op.startswith("aten.convolution")} == {
+        None, "depthwise"
+    }  # fmt: skip
+    got, want, _ = table_and_scalar(prof, eff)
+    assert got == pytest.approx(want, rel=1e-12)
+    plain, _, _ = table_and_scalar(prof, with_(**{**eff.model_dump(), "depthwise_backward_by_intensity": None}))
+    assert got.sum() > plain.sum() * 1.05  # the depthwise backward curve (0.02 against 0.4) is read
 
 
 def test_curves_join_their_points_as_power_laws():
@@ -746,6 +807,38 @@ def test_an_embedding_gradient_of_a_slice_is_copied_first():
     added = seconds(dense, 1000) - seconds(dense.model_copy(update={"layout": None}), 1000)
     assert added == pytest.approx(128_000 / 1.675e12, rel=1e-9)
     assert_table_is_scalar(prof, gpu, eff, (2, 1000, 8192))
+
+
+def test_a_layernorm_over_a_permuted_tensor_is_copied_first(tmp_path):
+    """LayerNorm over channels of an NCHW activation (ConvNeXt-style: x.permute(0, 2, 3, 1)) gets a non-contiguous
+    input, which layer_norm_cpu and its backward copy first; a LayerNorm over a contiguous tensor does not."""
+    from advisor.profiler.profile import profile_model
+
+    model = tmp_path / "permuted_norm.py"
+    model.write_text(
+        "import torch\nfrom torch import nn\n\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.a, self.b = nn.LayerNorm(8), nn.LayerNorm(8)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.b(self.a(x.permute(0, 2, 3, 1)).contiguous()).sum()\n\n\n"
+        "def build_model():\n    return Net()\n\n\n"
+        "def example_batch(batch_size):\n    return torch.randn(batch_size, 8, 4, 4, requires_grad=True)\n\n\n"
+        "def training_step(model, batch):\n    return model(batch)\n"
+    )
+    prof = profile_model(model, batch_size=2, device="meta")
+    norms = [o for o in prof.ops if o.op in ("aten.native_layer_norm", "aten.native_layer_norm_backward")]
+    by = {(o.op, o.module): o.layout for o in norms}
+    assert by == {
+        ("aten.native_layer_norm", "a"): "strided",
+        ("aten.native_layer_norm", "b"): None,
+        ("aten.native_layer_norm_backward", "a"): "strided",  # its saved input is the permuted view
+        ("aten.native_layer_norm_backward", "b"): None,
+    }
+    first = next(o for o in norms if o.module == "a" and o.phase == "forward")
+    # [2, 4, 4, 8] fp32 read and written once: 2 x 256 x 4 B = 2,048 B over the batch of 2 -> 1,024 B a sample
+    assert kernels.strided_copy_bytes(first, "fp32", 2) == 1024.0
 
 
 def test_an_fp32_gemm_on_the_cuda_cores_runs_at_its_measured_share():

@@ -23,6 +23,7 @@ COLD_SETS = 512  # at most this many operand pairs per matmul size
 # ninetieth percentile -38 % / +32 % of the median; a 512 GEMM -1 % / +4 %, once seen up to +55 %), and one sweep
 # keeps whatever state the machine was in while it ran.
 SWEEPS = 3
+DEPTHWISE_KEYS = ("depthwise", "depthwise_backward", "depthwise_small", "depthwise_backward_small")
 NOISY_SPREAD = 1.25  # rounds of one measurement further apart than this (slowest / fastest) are suspect
 
 
@@ -54,6 +55,11 @@ class Measurements:
     # CPUs: the same layers at a quarter of the batch, in the same order (kernels.conv_points)
     conv_small: list[tuple[float, float, float]] = field(default_factory=list)
     conv_backward_small: list[tuple[float, float, float]] = field(default_factory=list)
+    # depthwise layers (kernels.DEPTHWISE_SHAPES), the same four lists
+    depthwise: list[tuple[float, float, float]] = field(default_factory=list)
+    depthwise_backward: list[tuple[float, float, float]] = field(default_factory=list)
+    depthwise_small: list[tuple[float, float, float]] = field(default_factory=list)
+    depthwise_backward_small: list[tuple[float, float, float]] = field(default_factory=list)
     blocks: list[tuple[int, int, float]] = field(default_factory=list)  # CPUs: kernels.block_points
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
     windows: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # pooling op -> (F, B, s): ops.windows
@@ -241,6 +247,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
     skinny = kernels.skinny_points(device, clock, quick)
     tick("convolutions")
     conv, conv_backward, conv_small, conv_backward_small = kernels.conv_points(device, clock, quick)
+    depthwise = kernels.conv_points(device, clock, quick, depthwise=True)
     blocks = [] if cuda else kernels.block_points(device, clock, quick)
     smallest = kernels.floors(device, clock)
     launch_s = None
@@ -273,6 +280,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "conv_backward": conv_backward,
         "conv_small": conv_small,
         "conv_backward_small": conv_backward_small,
+        **dict(zip(DEPTHWISE_KEYS, depthwise, strict=True)),
         "blocks": blocks,
         "floors": smallest,
         "launch_s": launch_s,
@@ -330,6 +338,7 @@ def run(
     m.parallel_op_s = [t for t in (*m.parallel_op_s, probe()) if t is not None]
     merged = median_of(results)
     merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")
+    merged_keys += DEPTHWISE_KEYS
     for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows"):
         setattr(m, key, merged[key])
     m.skinny = kernels.layouts_mean(m.skinny_layouts)

@@ -20,14 +20,9 @@ REFERENCE_FLOPS = 2.0 * REFERENCE_N**3
 # GEMMs of M x 1024 by 1024 x 1024: one dimension as small as a batch of rows or one recurrent step
 SKINNY_M = (4, 8, 16, 32, 64, 128, 256)
 SKINNY_NK = 1024
-# (batch, input channels, output channels, side, groups, kernel, stride): depthwise 3x3, pointwise 1x1 and dense
-# 3x3 layers of CNNs, a 3-channel stem and the stride-2 layers that halve a stage's resolution, depthwise ones
-# included (at 0.9 FLOPs per byte oneDNN's strided depthwise kernel reaches half the rate of the unstrided one at
-# 2.25 on this VM's EPYC: 12.5-14.4 against 26-29 GFLOP/s forward, one thread, batch 16, no page faults).
+# (batch, input channels, output channels, side, groups, kernel, stride): pointwise 1x1 and dense 3x3 layers of CNNs,
+# a 3-channel stem and the stride-2 layers that halve a stage's resolution
 CONV_SHAPES = (
-    (16, 32, 32, 32, 32, 3, 1),
-    (16, 128, 128, 16, 128, 3, 1),
-    (16, 512, 512, 8, 512, 3, 1),
     (16, 32, 32, 32, 1, 1, 1),
     (16, 128, 128, 16, 1, 1, 1),
     (16, 512, 512, 8, 1, 1, 1),
@@ -37,8 +32,24 @@ CONV_SHAPES = (
     (16, 3, 16, 32, 1, 3, 1),
     (16, 16, 32, 32, 1, 3, 2),
     (16, 32, 64, 16, 1, 1, 2),
+)
+# Depthwise layers (one input channel a group), the same fields: their own curves (overlay: depthwise_by_intensity),
+# since their efficiency does not follow FLOPs per byte as a dense layer's does. At stride 2 oneDNN's kernel reaches
+# half the rate of the unstrided one at 0.9 FLOPs per byte (12.5-14.4 against 26-29 GFLOP/s forward on the EPYC, one
+# thread, batch 16); the larger kernels (a 5x5 or 7x7 does 6 or 12 FLOPs a byte) run their forward 3-4 times as fast
+# as a 3x3 but their weight gradient on a slow kernel: on the development VM's Xeon (one thread, 2026-12-05) 3 GFLOP/s
+# at 5x5 and 7x7 alike against 6-14 at 3x3, the backward of a 7x7 layer ten times the price a dense layer of its
+# FLOPs per byte would have.
+DEPTHWISE_SHAPES = (
+    (16, 32, 32, 32, 32, 3, 1),
+    (16, 128, 128, 16, 128, 3, 1),
+    (16, 512, 512, 8, 512, 3, 1),
     (16, 64, 64, 32, 64, 3, 2),
     (16, 256, 256, 16, 256, 3, 2),
+    (16, 64, 64, 16, 64, 5, 1),
+    (16, 256, 256, 8, 256, 5, 1),
+    (16, 64, 64, 16, 64, 7, 1),
+    (16, 256, 256, 8, 256, 7, 1),
 )
 # A CPU also times every layer above at 1/SMALL_BATCH_SHARE of its batch (conv_points).
 SMALL_BATCH_SHARE = 4
@@ -56,9 +67,9 @@ CONV_SHAPES_GPU = (
     (32, 256, 256, 14, 1, 3, 1),
     (32, 1024, 256, 14, 1, 1, 1),
     (32, 512, 512, 7, 1, 3, 1),
-    (32, 96, 96, 56, 96, 3, 1),
     (32, 3, 64, 224, 1, 7, 2),
 )
+DEPTHWISE_SHAPES_GPU = ((32, 96, 96, 56, 96, 3, 1),)
 
 
 def _cold_bytes(device: str, quick: bool) -> float:
@@ -162,15 +173,20 @@ def floors(device: str, clock: Clock) -> dict[str, float]:
     return {op: clock(fn, f"smallest {op}") for op, fn in cases.items()}
 
 
-def conv_points(device: str, clock: Clock, quick: bool):
-    """Forward and backward (input and weight gradients) of CNN-like conv2d layers, NCHW as eager runs
-    them: lists of (FLOPs, bytes read + written, seconds) per call, counted by the profiler's counter, as
-    (forward, backward, forward at a quarter of the batch, backward at a quarter of the batch). A CPU times each
+def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False):
+    """Forward and backward (input and weight gradients) of CNN-like conv2d layers (CONV_SHAPES, or with
+    `depthwise` DEPTHWISE_SHAPES), NCHW as eager runs them: lists of (FLOPs, bytes read + written, seconds) per call,
+    counted by the profiler's counter, as (forward, backward, forward at a quarter of the batch, backward at a quarter
+    of the batch). A CPU times each
     layer at both batches (SMALL_BATCH_SHARE): from two samples on, oneDNN's call costs some 50-190 µs that do not
     grow with the batch, which the two sizes separate from the per-sample rate (see overlay.conv_setup); a GPU
     times the full batch only (its quarter-batch lists stay empty)."""
     fwd, bwd, fwd_small, bwd_small = [], [], [], []
-    shapes = CONV_SHAPES[::4] if quick else CONV_SHAPES + (CONV_SHAPES_GPU if device == "cuda" else ())
+    if depthwise:
+        gpu = DEPTHWISE_SHAPES_GPU if device == "cuda" else ()
+        shapes = DEPTHWISE_SHAPES[::4] if quick else DEPTHWISE_SHAPES + gpu
+    else:
+        shapes = CONV_SHAPES[::4] if quick else CONV_SHAPES + (CONV_SHAPES_GPU if device == "cuda" else ())
     for n, cin, cout, side, groups, k, stride in shapes:
         small = max(1, n // SMALL_BATCH_SHARE) if device != "cuda" and n > 1 else None
         shape = f"conv {cin}->{cout}ch {side}px g{groups} k{k} s{stride}"

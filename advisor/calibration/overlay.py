@@ -62,6 +62,19 @@ def monotone(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
+def clustered(points: list[tuple[float, float]], ratio: float = 1.25) -> list[tuple[float, float]]:
+    """`points` (size, efficiency) with sizes within `ratio` of the cluster's first pooled: their geometric mean
+    size and mean efficiency. A curve that need not rise (depthwise convolutions) keeps its real turns but no zig-zag
+    between layers of one kind (three 3x3 layers at 2.24-2.25 FLOPs per byte)."""
+    out: list[list[float]] = []  # [first size, sum of log sizes, sum of efficiencies, count]
+    for size, eff in sorted(points):
+        if out and size <= out[-1][0] * ratio:
+            out[-1][1:] = [out[-1][1] + math.log(size), out[-1][2] + eff, out[-1][3] + 1]
+        else:
+            out.append([size, math.log(size), eff, 1])
+    return [(math.exp(logs / n), effs / n) for _, logs, effs, n in out]
+
+
 def _curve(points: list[tuple[float, float]]) -> list[dict]:
     """Measured (size, efficiency) points as catalog steps. Each step starts half-way (geometrically) from
     the previous point, so an op takes the efficiency of the measured size nearest to its own."""
@@ -139,16 +152,22 @@ def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
     if layouts:
         out["matmul_by_layout"] = layouts
     setups = {}
-    for op, key, data, small in (
-        ("aten.convolution", "conv_by_intensity", m.conv, m.conv_small),
-        ("aten.convolution_backward", "conv_backward_by_intensity", m.conv_backward, m.conv_backward_small),
-    ):
-        setup = conv_setup(data, small, m.dispatch_s)
+    for op, key, data, small, dw_key, dw, dw_small in (
+        ("aten.convolution", "conv_by_intensity", m.conv, m.conv_small, "depthwise_by_intensity", m.depthwise,
+         m.depthwise_small),
+        ("aten.convolution_backward", "conv_backward_by_intensity", m.conv_backward, m.conv_backward_small,
+         "depthwise_backward_by_intensity", m.depthwise_backward, m.depthwise_backward_small),
+    ):  # fmt: skip
+        # the call's fixed cost from dense and depthwise layers alike; only the dense ones' efficiency rises
+        # with FLOPs per byte (a depthwise layer's backward slows down from 3x3 to 7x7 kernels on some CPUs)
+        both = len(data) == len(small) and len(dw) == len(dw_small)
+        setup = conv_setup(data + dw, small + dw_small, m.dispatch_s) if both else 0.0
         if setup > 0:
             setups[op] = f"{setup:.4g}"
-        if data:
-            rates = [(f / b, f / max(t - m.dispatch_s - setup, 0.1 * t) / fp32) for f, b, t in data]
-            out[key] = _curve(monotone(rates))
+        for points, field, shape in ((data, key, monotone), (dw, dw_key, clustered)):
+            if points:
+                rates = [(f / b, f / max(t - m.dispatch_s - setup, 0.1 * t) / fp32) for f, b, t in points]
+                out[field] = _curve(shape(rates))
     if setups:
         out["op_setup_s"] = setups
     curves = {}
@@ -265,7 +284,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         "note": (
             f"{source}, {today}, {m.threads} thread(s): matmul efficiency by FLOPs per call per dtype relative "
             f"to the best measured rate, capped by FLOPs per byte for GEMMs with a small dimension; "
-            f"convolutions by FLOPs per byte, with a fixed cost per call from the same layers at two batches; "
+            f"convolutions by FLOPs per byte, dense and depthwise apart, with a fixed cost per call from the same "
+            f"layers at two batches; "
             f"an out-of-place add by bytes per call for memory-bound work; "
             f"the common vector ops by bytes per call against their own roofline; gelu throughput for other "
             f"vector work; and the fixed cost of an op per training phase and of a module call from timing "

@@ -341,6 +341,15 @@ class Efficiency(Strict):
     conv_backward_by_intensity: Curve | None = Field(
         None, description="as conv_by_intensity, for convolution_backward (input and weight gradients)"
     )
+    depthwise_by_intensity: Curve | None = Field(
+        None,
+        description="conv_by_intensity for depthwise convolutions (one input channel a group), measured apart: "
+        "their efficiency need not rise with FLOPs per byte (on a CPU the weight gradient of a 7x7 depthwise layer "
+        "can run at a third of a 3x3's rate); other convolutions, and depthwise ones without it, read the conv curves",
+    )
+    depthwise_backward_by_intensity: Curve | None = Field(
+        None, description="as depthwise_by_intensity, for a depthwise convolution's backward call"
+    )
     op_curves: dict[str, Curve] = Field(
         {},
         description="efficiency of named aten ops by bytes per call, against the op's own roofline at the "

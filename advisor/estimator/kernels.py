@@ -22,9 +22,10 @@ a profile record (op, shapes, layout) into adjustments of its roofline time, per
 - Row gathers: an embedding lookup gives each looked-up row one thread block per 4 KB of it (`row_gather`), so
   a lookup of short rows takes as long as the multiprocessors need to start and retire its blocks (an H200: 0.61 ns
   a row for rows of 16 B to 1 KB alike, random or in order; 2 KB rows move at the memory rate).
-- Strided gradients: an embedding gradient whose incoming gradient is a column slice (cat's backward hands
+- Strided inputs: an embedding gradient whose incoming gradient is a column slice (cat's backward hands
   on such views) is copied to a contiguous tensor before the kernel runs (`strided_copy_bytes`; PyTorch's
-  Embedding.cu and EmbeddingBag.cu, and the CPU kernels, call grad.contiguous()); the profile marks those records.
+  Embedding.cu and EmbeddingBag.cu, and the CPU kernels, call grad.contiguous()), and so is a LayerNorm's permuted
+  input, forward and backward (layer_norm_cpu: input.expect_contiguous()); the profile marks those records.
 The shapes come from the profile record's `shapes` (taken at the profile's batch size); the batch dimension
 grows with the FLOPs when the estimate is for another micro-batch.
 """
@@ -101,6 +102,27 @@ def gemm_layout(op: OpRecord) -> str | None:
     if inner < min(rows, cols):
         return "weight_grad"
     return "forward" if op.phase == "forward" else "input_grad"
+
+
+DEPTHWISE = "depthwise"  # the kernel variant of a depthwise convolution (see `kernel_variant`)
+
+
+def depthwise(op: OpRecord) -> bool:
+    """Whether a convolution record is depthwise: one input channel a group, more than one channel."""
+    dims = conv_dims(op)
+    return dims is not None and dims[0] > 1 and dims[2] == dims[0]
+
+
+def kernel_variant(op: OpRecord, eff: Efficiency) -> str | None:
+    """Which of the family's calibrated kernel variants a matrix op reads (roofline.efficiency_source): a GEMM's
+    layout (`gemm_layout`) where the family measured per-layout caps, DEPTHWISE for a depthwise convolution where it
+    measured depthwise curves; None otherwise."""
+    if op.category != "matrix":
+        return None
+    if op.op in (*CONV_FORWARD, CONV_BACKWARD):
+        has = eff.depthwise_backward_by_intensity if op.op == CONV_BACKWARD else eff.depthwise_by_intensity
+        return DEPTHWISE if has and depthwise(op) else None
+    return gemm_layout(op) if eff.matmul_by_layout else None
 
 
 def conv_io(op: OpRecord, dims: tuple[int, int, int, int]) -> tuple[float, float]:
@@ -338,8 +360,9 @@ GATHER_OPS = ("aten.embedding",)
 
 def strided_copy_bytes(op: OpRecord, dtype: str, profile_batch: float) -> float:
     """Bytes per sample, over all calls, of the copy a record makes of its non-contiguous first input before its
-    kernel runs (layout 'strided': the embedding gradient of a column slice, which PyTorch's kernels make
-    contiguous first): the input read and written once, in `dtype`; 0 for other records."""
+    kernel runs (layout 'strided': the embedding gradient of a column slice, a LayerNorm over a permuted tensor,
+    which PyTorch's kernels make contiguous first): a tensor of the first input's shape read and written once, in
+    `dtype`; 0 for other records."""
     if op.layout != "strided" or not profile_batch:
         return 0.0
     shapes = parse_shapes(op.shapes)

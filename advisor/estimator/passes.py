@@ -275,14 +275,14 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     eta, curve, conv, overhead, cap, scale, op_curve, min_s, setup_s = (np.zeros(n) for _ in range(9))
     window = np.zeros((n, 2))
     units: list[tuple[str, str] | None] = [None] * n
-    family_constants: dict[tuple, tuple] = {}  # the few distinct (category, dtype, op, phase, layout) of a profile
+    family_constants: dict[tuple, tuple] = {}  # the few distinct (category, dtype, op, phase, variant) of a profile
     for j, (i, category, dtype, name, phase) in enumerate(rec.rows):
-        layout = kernels.gemm_layout(profile.ops[i]) if category == "matrix" and eff.matmul_by_layout else None
-        key = (category, dtype, name, phase, layout)
+        variant = kernels.kernel_variant(profile.ops[i], eff)
+        key = (category, dtype, name, phase, variant)
         constants = family_constants.get(key)
         if constants is None:
             own = own_curve(eff, name)
-            constant, matrix, conv_steps, cap_steps, factor = efficiency_source(eff, category, dtype, name, layout)
+            constant, matrix, conv_steps, cap_steps, factor = efficiency_source(eff, category, dtype, name, variant)
             constants = family_constants[key] = (
                 None if category == "memory" else (dtype, "vector" if own else category),
                 np.nan if constant is None else constant,

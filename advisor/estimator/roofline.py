@@ -145,22 +145,28 @@ def matrix_curve(eff: Efficiency, dtype: str):
 
 
 def efficiency_source(
-    eff: Efficiency, category: str, dtype: str, op: str | None = None, layout: str | None = None
+    eff: Efficiency, category: str, dtype: str, op: str | None = None, variant: str | None = None
 ) -> tuple:
     """Where an op's compute η comes from: (constant η, None, None, None, 1), or (None, matmul curve by FLOPs
     per call, convolution curve by FLOPs per byte that replaces it or None, cap by FLOPs per byte that the size
-    curve is held under or None, scale of the size curve). A GEMM's cap is its `layout`'s (kernels.gemm_layout)
-    where the family measured one, else the layouts' mean. `compute_efficiency` evaluates it for one call; the
-    estimator's op tables (advisor/estimator/passes.py) for many at once."""
+    curve is held under or None, scale of the size curve). `variant` is the op's kernel variant
+    (kernels.kernel_variant): a GEMM's cap is its layout's where the family measured one, else the layouts' mean; a
+    depthwise convolution reads the depthwise curves where the family has them, else the convolution curves.
+    `compute_efficiency` evaluates it for one call; the estimator's op tables (advisor/estimator/passes.py) for many
+    at once."""
     if op in eff.op_efficiency:
         return eff.op_efficiency[op], None, None, None, 1.0
     if category != "matrix":
         return eff.vector, None, None, None, 1.0
     curve = matrix_curve(eff, dtype)
     if op in CONV_OPS:
-        conv = (eff.conv_backward_by_intensity if op == "aten.convolution_backward" else None) or eff.conv_by_intensity
+        backward = op == "aten.convolution_backward"
+        conv = None
+        if variant == "depthwise":
+            conv = eff.depthwise_backward_by_intensity if backward else eff.depthwise_by_intensity
+        conv = conv or (eff.conv_backward_by_intensity if backward else None) or eff.conv_by_intensity
         return None, curve, conv, None, 1.0 if conv else (eff.conv_scale or 1.0)
-    cap = (eff.matmul_by_layout.get(layout) or eff.matmul_by_intensity) if op in GEMM_OPS else None
+    cap = (eff.matmul_by_layout.get(variant or "") or eff.matmul_by_intensity) if op in GEMM_OPS else None
     return None, curve, None, cap, 1.0
 
 
@@ -203,7 +209,7 @@ def compute_efficiency(
     op: str | None = None,
     bytes_per_call: float = 0.0,
     size_scale: float = 1.0,
-    layout: str | None = None,
+    variant: str | None = None,
 ) -> float:
     """η of a compute-bound op. A matmul-class op follows a matmul curve (the calibrated one of its dtype
     where there is one) even when it lands on the vector units, as fp32 GEMMs do on a CPU: its efficiency
@@ -213,7 +219,7 @@ def compute_efficiency(
     recurrent step) moves far more bytes per FLOP than a square one, and a convolution's efficiency follows
     its arithmetic intensity too (a depthwise 3x3 does 9 multiply-adds per element and is starved, a dense
     3x3 behaves like a GEMM). Where the profile has an intensity curve, η is the lower of the two."""
-    constant, curve, conv, cap, scale = efficiency_source(eff, category, dtype, op, layout)
+    constant, curve, conv, cap, scale = efficiency_source(eff, category, dtype, op, variant)
     if constant is not None:
         return constant
     by_size = Efficiency.at(curve, flops_per_call * size_scale)
@@ -245,7 +251,7 @@ def op_time(
     cap_bytes: float | None = None,
     flops_cap: float = 0.0,
     floor_s: float = 0.0,
-    layout: str | None = None,
+    variant: str | None = None,
 ) -> OpTime:
     """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`.
 
@@ -259,7 +265,7 @@ def op_time(
     from the cache (a recurrent layer's weights, see `profile_op_time`); `flops_cap` (FLOP/s, 0: none) bounds
     the compute rate of a GEMM the library runs on its slow unaligned kernels (`kernels.gemm_unaligned`); `floor_s`
     is the least one call takes on the kernels the library picks for its shapes (`kernels.channel_block_s`);
-    `layout` which of a linear layer's GEMMs a matmul is (`kernels.gemm_layout`)."""
+    `variant` the op's kernel variant (`kernels.kernel_variant`: a matmul's GEMM layout, a depthwise convolution)."""
     calls = max(count, 1.0)
     f_call, b_call = flops / calls, nbytes / calls
     b_look = max(b_call, reuse_bytes)
@@ -283,7 +289,7 @@ def op_time(
                 peak *= gemm_factor(device, eff)
             elif category == "matrix" and op not in CONV_OPS:
                 peak *= cuda_core_factor(device, eff, dtype, unit)
-            eta = compute_efficiency(eff, category, dtype, f_call, op, b_cap, scale, layout) * eta_scale
+            eta = compute_efficiency(eff, category, dtype, f_call, op, b_cap, scale, variant) * eta_scale
             t_cmp = f_call / (peak * eta)
             if flops_cap > 0:
                 t_cmp = max(t_cmp, f_call / flops_cap)
@@ -370,8 +376,9 @@ def profile_op_time(
         extra["fixed_s"] = overhead_for(eff, op.phase) * calls + launches * launch_for(eff)
     if recurrent and op.category == "matrix":
         extra["cap_bytes"] = (op.bytes_read.per_sample + op.bytes_written.per_sample) * batch * scale
-    if op.category == "matrix" and eff.matmul_by_layout:
-        extra["layout"] = kernels.gemm_layout(op)
+    variant = kernels.kernel_variant(op, eff)
+    if variant:
+        extra["variant"] = variant
     t = op_time(
         device, eff, flops, nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op, reuse_bytes=reuse, **extra
     )

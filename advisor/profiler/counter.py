@@ -46,10 +46,16 @@ for _name in ("float8_e4m3fn", "float8_e5m2"):
 GATHERS = {"aten.embedding", "aten.index_select", "aten.gather", "aten.index", "aten._unsafe_index"}
 # Ops whose kernels depend on the memory layout of their input (cuDNN runs tensor-core convolutions in NHWC).
 LAYOUT_OPS = {"aten.convolution", "aten.convolution_backward", "aten._convolution"}
-# Ops that copy a non-contiguous first input to a contiguous one before their kernel runs (the embedding gradient
-# of a column slice, as cat's backward hands it on: PyTorch's kernels call grad.contiguous() in Embedding.cu and
-# EmbeddingBag.cu, and on the CPU).
-CONTIGUOUS_OPS = set(EMBEDDING_GRADS)
+# Ops that copy a non-contiguous input to a contiguous one before their kernel runs, by the position of that input:
+# the embedding gradient of a column slice, as cat's backward hands it on (PyTorch's kernels call grad.contiguous()
+# in Embedding.cu and EmbeddingBag.cu, and on the CPU), and LayerNorm over a permuted tensor (the NHWC view of an
+# NCHW activation, as ConvNeXt-style blocks normalize channels: layer_norm_cpu and its backward take
+# input.expect_contiguous(), and so do the CUDA kernels). The profile's shapes are the copy's.
+CONTIGUOUS_OPS = {
+    **dict.fromkeys(EMBEDDING_GRADS, 0),
+    "aten.native_layer_norm": 0,
+    "aten.native_layer_norm_backward": 1,
+}
 RNN_MODES = {"LSTM", "GRU", "RNN_TANH", "RNN_RELU"}
 FREE_OPS = {"aten._unsafe_view", "aten.lift_fresh", "aten.alias", "aten.detach", "aten._reshape_alias"}
 # Ops that only allocate: their memory counts, but no kernel runs and no byte moves.
@@ -335,8 +341,9 @@ class Counter(TorchDispatchMode):
                 if isinstance(x, torch.Tensor) and x.dim() in (4, 5) and not x.is_contiguous():
                     fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
                     layout = "channels_last" if x.is_contiguous(memory_format=fmt) else layout
-        elif info.name in CONTIGUOUS_OPS and args and isinstance(args[0], torch.Tensor):
-            layout = "" if args[0].is_contiguous() else "strided"
+        elif info.name in CONTIGUOUS_OPS and len(args) > CONTIGUOUS_OPS[info.name]:
+            x = args[CONTIGUOUS_OPS[info.name]]
+            layout = "strided" if isinstance(x, torch.Tensor) and not x.is_contiguous() else ""
         key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout)
         index = self.keys.get(key)
         if index is None:

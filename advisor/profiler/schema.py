@@ -94,7 +94,8 @@ class OpRecord(Strict):
     layout: str | None = Field(
         None,
         description="'channels_last' when a convolution's input is NHWC in memory; 'strided' when an embedding "
-        "gradient's incoming gradient is not contiguous (the kernel copies it first); None for the default",
+        "gradient's incoming gradient or a LayerNorm's input is not contiguous (the kernel copies it first); None "
+        "for the default",
     )
 
 

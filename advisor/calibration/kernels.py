@@ -21,9 +21,13 @@ REFERENCE_FLOPS = 2.0 * REFERENCE_N**3
 SKINNY_M = (4, 8, 16, 32, 64, 128, 256)
 SKINNY_NK = 1024
 # (batch, input channels, output channels, side, groups, kernel, stride): pointwise 1x1 and dense 3x3 layers of CNNs,
-# a 3-channel stem and the stride-2 layers that halve a stage's resolution
+# a 3-channel stem and the stride-2 layers that halve a stage's resolution. The 1x1 layers with few channels (at 4-8
+# FLOPs a byte) come three times: on the development VM's Xeon (one thread, 2026-12-05) the 32-channel one took 1.0 or
+# 3.8 ms from one set of tensors to the next, where 12 into 40 and 64 into 16 channels hold at 13-18 GFLOP/s
 CONV_SHAPES = (
     (16, 32, 32, 32, 1, 1, 1),
+    (16, 16, 64, 32, 1, 1, 1),
+    (16, 64, 16, 32, 1, 1, 1),
     (16, 128, 128, 16, 1, 1, 1),
     (16, 512, 512, 8, 1, 1, 1),
     (16, 16, 16, 32, 1, 3, 1),

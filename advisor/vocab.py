@@ -104,6 +104,7 @@ PHASES: tuple[str, ...] = ("forward", "backward", "optimizer")
 # the three GEMMs of a linear layer: forward x·Wᵀ, input gradient g·W, weight gradient gᵀ·x (calibrated apart)
 GEMM_LAYOUTS: tuple[str, ...] = ("forward", "input_grad", "weight_grad")
 GemmLayout = Literal[GEMM_LAYOUTS]
+DEPTHWISE = "depthwise"  # the kernel variant of a depthwise convolution (one input channel a group), calibrated apart
 Phase = Literal[PHASES]
 CATEGORIES: tuple[str, ...] = ("matrix", "vector", "memory")
 Category = Literal[CATEGORIES]

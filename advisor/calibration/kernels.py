@@ -181,10 +181,9 @@ def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False)
     """Forward and backward (input and weight gradients) of CNN-like conv2d layers (CONV_SHAPES, or with
     `depthwise` DEPTHWISE_SHAPES), NCHW as eager runs them: lists of (FLOPs, bytes read + written, seconds) per call,
     counted by the profiler's counter, as (forward, backward, forward at a quarter of the batch, backward at a quarter
-    of the batch). A CPU times each
-    layer at both batches (SMALL_BATCH_SHARE): from two samples on, oneDNN's call costs some 50-190 µs that do not
-    grow with the batch, which the two sizes separate from the per-sample rate (see overlay.conv_setup); a GPU
-    times the full batch only (its quarter-batch lists stay empty)."""
+    of the batch). A CPU times each layer at both batches (SMALL_BATCH_SHARE): from two samples on, oneDNN's call
+    costs some 50-190 µs that do not grow with the batch, which the two sizes separate from the per-sample rate (see
+    overlay.conv_setup); a GPU times the full batch only (its quarter-batch lists stay empty)."""
     fwd, bwd, fwd_small, bwd_small = [], [], [], []
     if depthwise:
         gpu = DEPTHWISE_SHAPES_GPU if device == "cuda" else ()

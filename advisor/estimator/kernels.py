@@ -40,7 +40,7 @@ import numpy as np
 from advisor.catalog.schema import Device, Efficiency
 from advisor.estimator.roofline import SCATTERS
 from advisor.profiler.schema import OpRecord, Profile
-from advisor.vocab import DTYPE_BYTES
+from advisor.vocab import DEPTHWISE, DTYPE_BYTES
 
 CONV_FORWARD = ("aten.convolution", "aten._convolution")
 BN_FORWARD = (
@@ -102,9 +102,6 @@ def gemm_layout(op: OpRecord) -> str | None:
     if inner < min(rows, cols):
         return "weight_grad"
     return "forward" if op.phase == "forward" else "input_grad"
-
-
-DEPTHWISE = "depthwise"  # the kernel variant of a depthwise convolution (see `kernel_variant`)
 
 
 def depthwise(op: OpRecord) -> bool:

@@ -22,6 +22,7 @@ from advisor.catalog.schema import Device, Efficiency
 from advisor.profiler.schema import OpRecord, Profile
 from advisor.vocab import (
     COMPUTE_DTYPE,
+    DEPTHWISE,
     DTYPE_BYTES,
     DTYPES,
     EMBEDDING_GRADS,
@@ -162,7 +163,7 @@ def efficiency_source(
     if op in CONV_OPS:
         backward = op == "aten.convolution_backward"
         conv = None
-        if variant == "depthwise":
+        if variant == DEPTHWISE:
             conv = eff.depthwise_backward_by_intensity if backward else eff.depthwise_by_intensity
         conv = conv or (eff.conv_backward_by_intensity if backward else None) or eff.conv_by_intensity
         return None, curve, conv, None, 1.0 if conv else (eff.conv_scale or 1.0)

@@ -311,3 +311,80 @@ def test_calibrate_on_two_threads_times_the_threads_state_around_its_sweep(tmp_p
     assert out["threads"] == 2 and len(out["parallel_op_s"]) == 2
     assert all(0 < t < 1e-3 for t in out["parallel_op_s"])
     assert len(yaml.safe_load(out_path.read_text())["efficiency"][0]["parallel_op_s"]) == 2
+
+
+def minor_faults(fn) -> int:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    fn()
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's malloc")
+def test_kernels_are_timed_on_a_held_heap_and_glibc_thresholds_come_back():
+    """8 MiB of fp32 (2,097,152 elements) is 2,048 pages of 4 KiB. Held, the blocks freed stay in the heap: once
+    a few dozen fills have grown it (a small allocation can split a freed block, so the next one lands higher up
+    at first: in a pytest process here the heap grew for eight fills, 64 MiB, then held), nine more mostly find
+    room in what it holds: 0, 2,048 or 4,096 fresh pages in repeated runs here (pytest's own allocations still
+    split a block now and then); fewer than half of the nine blocks' 18,432 asserted.
+    Afterwards the thresholds are glibc's 128 KiB again: a 128 MiB block (32,768 pages, larger than anything the
+    held heap kept after its trim) is mapped on its own and unmapped when freed, so two fills fault 65,536 pages
+    in (at least 90 % of that asserted); with the heap still held the second would reuse the first: 32,768."""
+    import torch
+
+    from advisor.calibration.bench import held_heap
+
+    def nine_fills():
+        for _ in range(9):
+            torch.empty(2 << 20).fill_(1.0)
+
+    def two_large_fills():
+        for _ in range(2):
+            torch.empty(32 << 20).fill_(1.0)
+
+    with held_heap("cpu") as held:
+        assert held
+        for _ in range(4):
+            nine_fills()  # the heap grows to what the fills need
+        inside = minor_faults(nine_fills)
+    after = minor_faults(two_large_fills)
+    assert inside < 9 * 2048 / 2
+    assert after >= 0.9 * 2 * 32768
+    with held_heap("cuda") as held:  # a GPU's kernels: nothing held
+        assert not held
+
+
+def test_convolution_layers_are_timed_on_operands_beyond_the_caches():
+    """A layer of batch 2, 4 channels in, 8 out, 8x8, 3x3 (padding 1): input 2·4·8·8 = 512 values, weight 8·4·3·3 =
+    288, output gradient 2·8·8·8 = 1,024: 1,824 fp32 values, 7,296 bytes a set. Asked for 5 sets' worth (36,480
+    bytes), the forward and the backward calls each cycle through 5 distinct inputs; asked for less than two sets'
+    worth, through 2."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from advisor.calibration import kernels
+
+    class Inputs(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = {"forward": set(), "backward": set()}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten.convolution.default:
+                self.seen["forward"].add(args[0].data_ptr())
+            elif func is torch.ops.aten.convolution_backward.default:
+                self.seen["backward"].add(args[1].data_ptr())
+            return func(*args, **(kwargs or {}))
+
+    def clock(fn, what=""):  # ten calls of each, under the mode
+        with mode:
+            for _ in range(10):
+                fn()
+        return 1e-3
+
+    for cold, sets in ((5 * 7296, 5), (7296, 2)):
+        mode = Inputs()
+        out = kernels._conv_layer("cpu", clock, 2, 4, 8, 8, 1, 3, 1, "toy", cold)
+        assert [len(mode.seen[p]) for p in ("forward", "backward")] == [sets, sets]
+        assert out[0][0] == 2 * 2 * 8 * 4 * 9 * 64  # forward FLOPs: 2 · N · Cout · Cin · k² · H·W = 73,728

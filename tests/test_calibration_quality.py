@@ -251,3 +251,34 @@ def test_a_cpu_retry_waits_for_the_load_average_to_settle(monkeypatch):
     monkeypatch.setattr(quality, "load_per_core", lambda: 2.0)
     session.settle(ticks.append)
     assert len(sleeps) == 18
+
+
+def test_the_kernels_and_the_tiny_nets_are_timed_on_a_held_heap(monkeypatch):
+    """_calibrate_once enters bench.held_heap once, around both bench.run and fit.fit_overheads (the tiny nets' steps
+    less their ops' work are the fixed costs: page faults there would land in them), and leaves it before the
+    overlay is built."""
+    import contextlib
+
+    from advisor.calibration import bench, fit
+
+    state, seen = {"held": False}, []
+
+    @contextlib.contextmanager
+    def held(device):
+        state["held"] = True
+        yield True
+        state["held"] = False
+
+    def run(device, quick=False, tick=None, sweeps=None):
+        seen.append(("run", state["held"]))
+        return quiet()
+
+    def overheads(data, device, threads, dispatch_s, module_s=None, tick=None):
+        seen.append(("nets", state["held"]))
+        return {"forward": 1e-6, "backward": 1e-6, "optimizer": 1e-6}, None, []
+
+    monkeypatch.setattr(bench, "held_heap", held)
+    monkeypatch.setattr(bench, "run", run)
+    monkeypatch.setattr(fit, "fit_overheads", overheads)
+    session._calibrate_once("cpu", quick=False, tick=lambda s: None)
+    assert seen == [("run", True), ("nets", True)] and not state["held"]

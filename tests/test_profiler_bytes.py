@@ -119,3 +119,19 @@ def test_dropout_on_meta_is_one_fused_kernel_as_on_cuda():
     got, _ = calls(run)
     assert set(got) == {"aten.native_dropout"}
     assert got["aten.native_dropout"][1:] == (16384, 24576)
+
+
+def test_dropout_on_a_cpu_draws_its_mask_in_place_as_the_calibration_times_it():
+    """On a CPU tensor F.dropout takes torch's CPU path: the mask drawn in place with bernoulli_ (fp32 [256]:
+    read 1024 B and written 1024 B, no FLOPs), then div_ and mul. The calibration's case for that draw is counted
+    the same, so its curve prices the profiled op: 2048 B a call, 1024 of them written."""
+    import torch.nn.functional as F
+
+    from advisor.calibration import ops
+
+    x = torch.randn(256)
+    got = ops._counted(lambda: F.dropout(x, 0.1, True))
+    assert [op for op, *_ in got] == ["aten.bernoulli_", "aten.div_", "aten.mul"]
+    assert got[0][1:] == (0.0, 2048.0, 1024.0)
+    case = dict(ops._cases("cpu"))["aten.bernoulli_"]
+    assert ops._counted(case(256)) == [("aten.bernoulli_", 0.0, 2048.0, 1024.0)]

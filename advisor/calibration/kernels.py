@@ -190,13 +190,14 @@ def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False)
         shapes = DEPTHWISE_SHAPES[::4] if quick else DEPTHWISE_SHAPES + gpu
     else:
         shapes = CONV_SHAPES[::4] if quick else CONV_SHAPES + (CONV_SHAPES_GPU if device == "cuda" else ())
+    cold = _cold_bytes(device, quick)
     for n, cin, cout, side, groups, k, stride in shapes:
         small = max(1, n // SMALL_BATCH_SHARE) if device != "cuda" and n > 1 else None
         shape = f"conv {cin}->{cout}ch {side}px g{groups} k{k} s{stride}"
-        full = _conv_layer(device, clock, n, cin, cout, side, groups, k, stride, shape)
+        full = _conv_layer(device, clock, n, cin, cout, side, groups, k, stride, shape, cold)
         part = None
         if small:
-            part = _conv_layer(device, clock, small, cin, cout, side, groups, k, stride, f"{shape} batch {small}")
+            part = _conv_layer(device, clock, small, cin, cout, side, groups, k, stride, f"{shape} batch {small}", cold)
         for i, (out, out_small) in enumerate(((fwd, fwd_small), (bwd, bwd_small))):
             if full[i] is None:
                 continue
@@ -214,29 +215,33 @@ def block_points(device: str, clock: Clock, quick: bool) -> list[tuple[int, int,
     n = 4 if quick else 16
     out = []
     for c in BLOCK_CHANNELS[::2] if quick else BLOCK_CHANNELS:
-        fwd, bwd = _conv_layer(device, clock, n, c, c, 32, 1, 3, 1, f"conv {c}->{c}ch 32px (channel blocks)")
+        shape = f"conv {c}->{c}ch 32px (channel blocks)"
+        fwd, bwd = _conv_layer(device, clock, n, c, c, 32, 1, 3, 1, shape, _cold_bytes(device, quick))
         if fwd is not None and bwd is not None:
             out.append((c, c, fwd[2] + bwd[2]))
     return out
 
 
-def _conv_layer(device: str, clock: Clock, n: int, cin, cout, side, groups, k, stride, shape: str) -> list:
+def _conv_layer(device: str, clock: Clock, n: int, cin, cout, side, groups, k, stride, shape: str, cold: float) -> list:
     """[(FLOPs, bytes, seconds) of the forward call or None, the same of the backward call or None] of one conv2d
-    layer at batch `n`."""
+    layer at batch `n`, its operands (input, weight, output gradient) rotating through as many copies as fill `cold`
+    bytes (two at least), as the GEMMs' do: in a training step a layer's weight and saved input come back from
+    beyond the caches. On the development VM's Xeon (one thread) a Network-in-Network-style net's 1x1 layers at
+    batch 8 ran 20-95 % slower inside its steps than on two sets of operands, which stay in its 2 MB L2 cache."""
     import torch
 
     from advisor.calibration.ops import _counted
 
     A = torch.ops.aten
     args = ([stride] * 2, [k // 2] * 2, [1, 1], False, [0, 0], groups)
-    calls, back = [], []
-    for _ in range(2):
-        x = torch.randn(n, cin, side, side, device=device)
-        w = torch.randn(cout, cin // groups, k, k, device=device)
-        y = A.convolution(x, w, None, *args)
-        gy = torch.randn_like(y)
-        calls.append(lambda x=x, w=w, a=args: A.convolution(x, w, None, *a))
-        back.append(lambda x=x, w=w, gy=gy, a=args: A.convolution_backward(gy, x, w, None, *a, [True, True, False]))
+    x = torch.randn(n, cin, side, side, device=device)
+    w = torch.randn(cout, cin // groups, k, k, device=device)
+    gy = torch.randn_like(A.convolution(x, w, None, *args))
+    copies = max(2, min(COLD_SETS, int(cold / (4 * (x.numel() + w.numel() + gy.numel())))))
+    sets = [(x, w, gy)] + [(x.clone(), w.clone(), gy.clone()) for _ in range(copies - 1)]
+    calls = [lambda x=x, w=w, a=args: A.convolution(x, w, None, *a) for x, w, _ in sets]
+    back = [lambda x=x, w=w, gy=gy, a=args: A.convolution_backward(gy, x, w, None, *a, [True, True, False])
+            for x, w, gy in sets]  # fmt: skip
     out = []
     for fns, what in ((calls, shape), (back, shape + " backward")):
         counted = [c for c in _counted(fns[0]) if c[0].startswith("aten.convolution")]

@@ -69,8 +69,10 @@ def _calibrate_once(
 
     start = time.perf_counter()
     load = quality.load_per_core() if device == "cpu" else None
-    # fp32 means fp32: on CUDA cuDNN would otherwise run fp32 convolutions as TF32 (its default)
-    with matmul_precision("fp32", device):
+    # fp32 means fp32: on CUDA cuDNN would otherwise run fp32 convolutions as TF32 (its default). The kernels and
+    # the tiny nets are timed on a held heap (bench.held_heap: no page faults, which the estimate prices apart);
+    # the tiny nets' steps less their ops' work are the fixed costs, so faults there would land in those
+    with matmul_precision("fp32", device), bench.held_heap(device):
         m = bench.run(device, quick=quick, tick=tick, sweeps=sweeps)
         if not quick:
             per_op, module, seen = fit.fit_overheads(

@@ -476,7 +476,9 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     profiles: dict = {}
     all_rows, metas = [], []
-    for n in counts:
+    for i, n in enumerate(counts):
+        if i and args.wait_quiet:  # the last count's rows still in the 1-minute load: the calibration would see them
+            wait_quiet(min(args.wait_quiet, 3))
         rows, meta = run_threads(n, cases, profiles, args.calibration, args.processes)
         all_rows += rows
         metas.append(meta)

@@ -355,26 +355,28 @@ def test_kernels_are_timed_on_a_held_heap_and_glibc_thresholds_come_back():
         assert not held
 
 
-def test_convolution_layers_are_timed_on_operands_beyond_the_caches():
-    """A layer of batch 2, 4 channels in, 8 out, 8x8, 3x3 (padding 1): input 2·4·8·8 = 512 values, weight 8·4·3·3 =
-    288, output gradient 2·8·8·8 = 1,024: 1,824 fp32 values, 7,296 bytes a set. Asked for 5 sets' worth (36,480
-    bytes), the forward and the backward calls each cycle through 5 distinct inputs; asked for less than two sets'
-    worth, through 2."""
+def test_convolution_layers_are_timed_with_the_operands_a_step_brings_from_memory_rotating():
+    """A layer of batch 2, 4 channels in, 8 out, 8x8, 3x3 (padding 1): input 2·4·8·8 = 512 fp32 values (2,048 B),
+    weight 8·4·3·3 = 288 (1,152 B). Asked for 5,760 bytes beyond the caches: the forward call rotates 5,760 / 1,152
+    = 5 weights over one input (just written by the layer before, in a step); the backward call 5,760 / 3,200 = 1.8,
+    so the least of 2 (input, weight) pairs over one output gradient. Asked for 1,152 bytes: 2 of each."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from advisor.calibration import kernels
 
-    class Inputs(TorchDispatchMode):
+    class Operands(TorchDispatchMode):
         def __init__(self):
             super().__init__()
-            self.seen = {"forward": set(), "backward": set()}
+            self.seen = {"forward": [set(), set()], "backward": [set(), set(), set()]}
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if func is torch.ops.aten.convolution.default:
-                self.seen["forward"].add(args[0].data_ptr())
-            elif func is torch.ops.aten.convolution_backward.default:
-                self.seen["backward"].add(args[1].data_ptr())
+            if func is torch.ops.aten.convolution.default:  # (input, weight)
+                for seen, t in zip(self.seen["forward"], args[:2], strict=True):
+                    seen.add(t.data_ptr())
+            elif func is torch.ops.aten.convolution_backward.default:  # (output gradient, input, weight)
+                for seen, t in zip(self.seen["backward"], args[:3], strict=True):
+                    seen.add(t.data_ptr())
             return func(*args, **(kwargs or {}))
 
     def clock(fn, what=""):  # ten calls of each, under the mode
@@ -383,8 +385,9 @@ def test_convolution_layers_are_timed_on_operands_beyond_the_caches():
                 fn()
         return 1e-3
 
-    for cold, sets in ((5 * 7296, 5), (7296, 2)):
-        mode = Inputs()
+    for cold, forward, backward in ((5760, [1, 5], [1, 2, 2]), (1152, [1, 2], [1, 2, 2])):
+        mode = Operands()
         out = kernels._conv_layer("cpu", clock, 2, 4, 8, 8, 1, 3, 1, "toy", cold)
-        assert [len(mode.seen[p]) for p in ("forward", "backward")] == [sets, sets]
+        assert [len(s) for s in mode.seen["forward"]] == forward
+        assert [len(s) for s in mode.seen["backward"]] == backward
         assert out[0][0] == 2 * 2 * 8 * 4 * 9 * 64  # forward FLOPs: 2 · N · Cout · Cin · k² · H·W = 73,728

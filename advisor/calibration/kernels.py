@@ -224,10 +224,13 @@ def block_points(device: str, clock: Clock, quick: bool) -> list[tuple[int, int,
 
 def _conv_layer(device: str, clock: Clock, n: int, cin, cout, side, groups, k, stride, shape: str, cold: float) -> list:
     """[(FLOPs, bytes, seconds) of the forward call or None, the same of the backward call or None] of one conv2d
-    layer at batch `n`, its operands (input, weight, output gradient) rotating through as many copies as fill `cold`
-    bytes (two at least), as the GEMMs' do: in a training step a layer's weight and saved input come back from
-    beyond the caches. On the development VM's Xeon (one thread) a Network-in-Network-style net's 1x1 layers at
-    batch 8 ran 20-95 % slower inside its steps than on two sets of operands, which stay in its 2 MB L2 cache."""
+    layer at batch `n`. In a training step a layer's forward reads an input the op before it has just written and a
+    weight last touched a step ago; its backward, an output gradient just written and the weight and its saved
+    input from long before. So the operands a step brings from beyond the caches rotate through as many copies as
+    fill `cold` bytes (two at least; the weight in the forward call, the weight and the input in the backward
+    call), the others stay. On the development VM's Xeon (one thread) every operand rotating priced the benchmark
+    CNNs' forward passes 25-45 % over their measured ones; two sets of everything (all in its 2 MB L2 cache)
+    left a Network-in-Network-style net's 1x1 layers at batch 8 20-95 % faster than inside its steps."""
     import torch
 
     from advisor.calibration.ops import _counted
@@ -237,11 +240,15 @@ def _conv_layer(device: str, clock: Clock, n: int, cin, cout, side, groups, k, s
     x = torch.randn(n, cin, side, side, device=device)
     w = torch.randn(cout, cin // groups, k, k, device=device)
     gy = torch.randn_like(A.convolution(x, w, None, *args))
-    copies = max(2, min(COLD_SETS, int(cold / (4 * (x.numel() + w.numel() + gy.numel())))))
-    sets = [(x, w, gy)] + [(x.clone(), w.clone(), gy.clone()) for _ in range(copies - 1)]
-    calls = [lambda x=x, w=w, a=args: A.convolution(x, w, None, *a) for x, w, _ in sets]
-    back = [lambda x=x, w=w, gy=gy, a=args: A.convolution_backward(gy, x, w, None, *a, [True, True, False])
-            for x, w, gy in sets]  # fmt: skip
+
+    def copies(*operands) -> int:
+        return max(2, min(COLD_SETS, int(cold / (4 * sum(t.numel() for t in operands)))))
+
+    weights = [w] + [w.clone() for _ in range(copies(w) - 1)]
+    inputs = [x] + [x.clone() for _ in range(copies(x, w) - 1)]
+    calls = [lambda w=w, a=args: A.convolution(x, w, None, *a) for w in weights]
+    back = [lambda x=x, w=w, a=args: A.convolution_backward(gy, x, w, None, *a, [True, True, False])
+            for x, w in zip(inputs, weights, strict=False)]  # fmt: skip
     out = []
     for fns, what in ((calls, shape), (back, shape + " backward")):
         counted = [c for c in _counted(fns[0]) if c[0].startswith("aten.convolution")]

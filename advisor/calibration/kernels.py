@@ -190,14 +190,13 @@ def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False)
         shapes = DEPTHWISE_SHAPES[::4] if quick else DEPTHWISE_SHAPES + gpu
     else:
         shapes = CONV_SHAPES[::4] if quick else CONV_SHAPES + (CONV_SHAPES_GPU if device == "cuda" else ())
-    cold = _cold_bytes(device, quick)
     for n, cin, cout, side, groups, k, stride in shapes:
         small = max(1, n // SMALL_BATCH_SHARE) if device != "cuda" and n > 1 else None
         shape = f"conv {cin}->{cout}ch {side}px g{groups} k{k} s{stride}"
-        full = _conv_layer(device, clock, n, cin, cout, side, groups, k, stride, shape, cold)
+        full = _conv_layer(device, clock, n, cin, cout, side, groups, k, stride, shape)
         part = None
         if small:
-            part = _conv_layer(device, clock, small, cin, cout, side, groups, k, stride, f"{shape} batch {small}", cold)
+            part = _conv_layer(device, clock, small, cin, cout, side, groups, k, stride, f"{shape} batch {small}")
         for i, (out, out_small) in enumerate(((fwd, fwd_small), (bwd, bwd_small))):
             if full[i] is None:
                 continue
@@ -215,40 +214,29 @@ def block_points(device: str, clock: Clock, quick: bool) -> list[tuple[int, int,
     n = 4 if quick else 16
     out = []
     for c in BLOCK_CHANNELS[::2] if quick else BLOCK_CHANNELS:
-        shape = f"conv {c}->{c}ch 32px (channel blocks)"
-        fwd, bwd = _conv_layer(device, clock, n, c, c, 32, 1, 3, 1, shape, _cold_bytes(device, quick))
+        fwd, bwd = _conv_layer(device, clock, n, c, c, 32, 1, 3, 1, f"conv {c}->{c}ch 32px (channel blocks)")
         if fwd is not None and bwd is not None:
             out.append((c, c, fwd[2] + bwd[2]))
     return out
 
 
-def _conv_layer(device: str, clock: Clock, n: int, cin, cout, side, groups, k, stride, shape: str, cold: float) -> list:
+def _conv_layer(device: str, clock: Clock, n: int, cin, cout, side, groups, k, stride, shape: str) -> list:
     """[(FLOPs, bytes, seconds) of the forward call or None, the same of the backward call or None] of one conv2d
-    layer at batch `n`. In a training step a layer's forward reads an input the op before it has just written and a
-    weight last touched a step ago; its backward, an output gradient just written and the weight and its saved
-    input from long before. So the operands a step brings from beyond the caches rotate through as many copies as
-    fill `cold` bytes (two at least; the weight in the forward call, the weight and the input in the backward
-    call), the others stay. On the development VM's Xeon (one thread) every operand rotating priced the benchmark
-    CNNs' forward passes 25-45 % over their measured ones; two sets of everything (all in its 2 MB L2 cache)
-    left a Network-in-Network-style net's 1x1 layers at batch 8 20-95 % faster than inside its steps."""
+    layer at batch `n`."""
     import torch
 
     from advisor.calibration.ops import _counted
 
     A = torch.ops.aten
     args = ([stride] * 2, [k // 2] * 2, [1, 1], False, [0, 0], groups)
-    x = torch.randn(n, cin, side, side, device=device)
-    w = torch.randn(cout, cin // groups, k, k, device=device)
-    gy = torch.randn_like(A.convolution(x, w, None, *args))
-
-    def copies(*operands) -> int:
-        return max(2, min(COLD_SETS, int(cold / (4 * sum(t.numel() for t in operands)))))
-
-    weights = [w] + [w.clone() for _ in range(copies(w) - 1)]
-    inputs = [x] + [x.clone() for _ in range(copies(x, w) - 1)]
-    calls = [lambda w=w, a=args: A.convolution(x, w, None, *a) for w in weights]
-    back = [lambda x=x, w=w, a=args: A.convolution_backward(gy, x, w, None, *a, [True, True, False])
-            for x, w in zip(inputs, weights, strict=False)]  # fmt: skip
+    calls, back = [], []
+    for _ in range(2):
+        x = torch.randn(n, cin, side, side, device=device)
+        w = torch.randn(cout, cin // groups, k, k, device=device)
+        y = A.convolution(x, w, None, *args)
+        gy = torch.randn_like(y)
+        calls.append(lambda x=x, w=w, a=args: A.convolution(x, w, None, *a))
+        back.append(lambda x=x, w=w, gy=gy, a=args: A.convolution_backward(gy, x, w, None, *a, [True, True, False]))
     out = []
     for fns, what in ((calls, shape), (back, shape + " backward")):
         counted = [c for c in _counted(fns[0]) if c[0].startswith("aten.convolution")]

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from advisor.profiler.heap import DEFAULT_THRESHOLD
+
 MATMUL_SIZES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 COPY_ELEMENTS = tuple(2**k for k in range(8, 26))  # 1 KiB .. 128 MiB of fp32
 VECTOR_ELEMENTS = 1 << 22
@@ -27,8 +29,7 @@ COLD_SETS = 512  # at most this many operand pairs per matmul size
 # keeps whatever state the machine was in while it ran.
 SWEEPS = 3
 DEPTHWISE_KEYS = ("depthwise", "depthwise_backward", "depthwise_small", "depthwise_backward_small")
-# glibc's mallopt parameters, and the value both take back after the calibration (glibc's defaults, 128 KiB)
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, GLIBC_DEFAULT_THRESHOLD = -1, -3, 128 * 1024
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 HELD_THRESHOLD = 1 << 30  # a block this large or a heap top this large stays the process's: no kernel timed faults
 NOISY_SPREAD = 1.25  # rounds of one measurement further apart than this (slowest / fastest) are suspect
 
@@ -319,8 +320,8 @@ def held_heap(device: str) -> Iterator[bool]:
     try:
         yield held
     finally:
-        libc.mallopt(M_MMAP_THRESHOLD, GLIBC_DEFAULT_THRESHOLD)
-        libc.mallopt(M_TRIM_THRESHOLD, GLIBC_DEFAULT_THRESHOLD)
+        libc.mallopt(M_MMAP_THRESHOLD, DEFAULT_THRESHOLD)  # glibc's defaults, as the profile's replay starts
+        libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_THRESHOLD)
         if hasattr(libc, "malloc_trim"):
             libc.malloc_trim(0)  # what the calibration held goes back to the OS
 

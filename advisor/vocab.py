@@ -105,6 +105,7 @@ PHASES: tuple[str, ...] = ("forward", "backward", "optimizer")
 GEMM_LAYOUTS: tuple[str, ...] = ("forward", "input_grad", "weight_grad")
 GemmLayout = Literal[GEMM_LAYOUTS]
 DEPTHWISE = "depthwise"  # the kernel variant of a depthwise convolution (one input channel a group), calibrated apart
+TRANSPOSED = "transposed"  # the kernel variant of a transposed convolution (ConvTranspose), calibrated apart
 Phase = Literal[PHASES]
 CATEGORIES: tuple[str, ...] = ("matrix", "vector", "memory")
 Category = Literal[CATEGORIES]

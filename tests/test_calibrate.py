@@ -202,6 +202,23 @@ def test_depthwise_layers_get_curves_of_their_own_that_may_fall():
     assert eff.conv_by_intensity is None  # no dense layers measured
 
 
+def test_transposed_layers_get_curves_of_their_own():
+    m = fake_measurements()  # fp32 peak 2e11, dispatch 1 µs
+    # plain layers at two batches: fixed cost 99 µs a call (as in the test above)
+    m.conv = [(4e9, 4e7, 1.1e-3), (8e8, 2e6, 0.26e-3), (4e8, 4e6, 0.2e-3)]
+    m.conv_small = [(1e9, 1e7, 0.35e-3), (2e8, 5e5, 0.14e-3), (1e8, 1e6, 0.11e-3)]
+    # transposed layers at one batch: 2e8 FLOPs at 20 FLOPs a byte in 10.1 ms (less the dispatch and the 99 µs:
+    # 10 ms -> 2e10 FLOP/s, 0.1 of the peak); 8e8 at 80 in 20.1 ms (4e10, 0.2)
+    m.transposed = [(2e8, 1e7, 10.1e-3), (8e8, 1e7, 20.1e-3)]
+    m.transposed_backward = [(4e8, 2e7, 10.001e-3)]  # no backward setup measured: 4e8 / 10 ms = 4e10 -> 0.2
+    _, eff = models(build(m, {"forward": 20e-6}))
+    assert eff.op_setup_s == {"aten.convolution": pytest.approx(99e-6)}  # from the plain layers alone
+    # 0.1 at 20, 0.2 from sqrt(20 x 80) = 40; backward 0.2 flat
+    assert [(s.min_size, s.efficiency) for s in eff.transposed_by_intensity] == [(0, 0.1), (40, 0.2)]
+    assert [(s.min_size, s.efficiency) for s in eff.transposed_backward_by_intensity] == [(0, 0.2)]
+    assert [s.efficiency for s in eff.conv_by_intensity] == [1.0, 1.0]  # the plain curve as without them
+
+
 def test_convolution_setup_adds_to_every_call():
     eff = Efficiency(**{**EFF.model_dump(), "min_op_s": {"aten.convolution": 50e-6}})
     eff = eff.model_copy(update={"op_setup_s": {"aten.convolution": 40e-6}})

@@ -102,7 +102,7 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
     def sweep(device, clock, quick, tick):
         tick("memory bandwidth")
         empty = {k: [] for k in ("conv", "conv_backward", "conv_small", "conv_backward_small", "blocks", "copy")}
-        empty.update((k, []) for k in bench.DEPTHWISE_KEYS)
+        empty.update((k, []) for k in bench.DEPTHWISE_KEYS + bench.TRANSPOSED_KEYS)
         return {
             **empty,
             "matmul": {},

@@ -179,6 +179,41 @@ def test_a_depthwise_convolution_reads_its_own_curves():
     assert seconds(back, with_(**{**eff.model_dump(), "depthwise_backward_by_intensity": None})) == pytest.approx(50e-6)
 
 
+def test_a_transposed_convolution_reads_its_own_curves():
+    flat = [{"min_size": 0, "efficiency": 0.5}]
+    eff = with_(
+        conv_by_intensity=flat,
+        conv_backward_by_intensity=flat,
+        transposed_by_intensity=[{"min_size": 0, "efficiency": 0.125}],
+        transposed_backward_by_intensity=[{"min_size": 0, "efficiency": 0.25}],
+    )
+    shapes = "[8, 128, 16, 16], [128, 64, 2, 2], [64]"
+    up = record("aten.convolution", flops=2e6, nbytes=1e5, shapes=shapes, transposed=True)
+    plain = record("aten.convolution", flops=2e6, nbytes=1e5, shapes=shapes)
+    back = record(
+        "aten.convolution_backward",
+        "backward",
+        flops=2e6,
+        nbytes=1e5,
+        shapes="[8, 64, 32, 32], [8, 128, 16, 16], [128, 64, 2, 2]",
+        transposed=True,
+    )
+    assert [kernels.kernel_variant(o, eff) for o in (up, plain, back)] == ["transposed", None, "transposed"]
+    assert kernels.kernel_variant(up, with_(conv_by_intensity=flat)) is None  # no transposed curves: the conv ones
+
+    def seconds(o, e=eff):
+        return profile_op_time(o, CPU, e, "fp32", "fp32", 1).seconds
+
+    # 2e6 FLOPs (memory 1e5 / (1e10 * 0.5) = 20 µs, never the bound) + 10 µs overhead: transposed forward at 0.125
+    # 2e6 / (1e11 * 0.125) = 160 µs; its backward at 0.25: 80 µs; the same shapes not transposed at 0.5: 40 µs
+    assert seconds(up) == pytest.approx(170e-6)
+    assert seconds(back) == pytest.approx(90e-6)
+    assert seconds(plain) == pytest.approx(50e-6)
+    assert seconds(back, with_(**{**eff.model_dump(), "transposed_backward_by_intensity": None})) == pytest.approx(
+        50e-6
+    )
+
+
 def test_the_op_table_reads_the_depthwise_curves():
     """passes.py agrees with profile_op_time on every record of the shipped MobileNetV2 (depthwise 3x3 layers and
     dense ones) with depthwise curves unlike the dense ones."""
@@ -289,6 +324,17 @@ def test_parse_shapes_and_convolution_dimensions():
     assert kernels.conv_dims(conv) == (64, 64, 32, 18)
     back = record(op="aten.convolution_backward", shapes="[8, 128, 28, 28], [8, 64, 56, 56], [128, 64, 1, 1]")
     assert kernels.conv_dims(back) == (64, 128, 1, 64)
+    # a transposed convolution's weight is [C_in, C_out / groups, k, k]: ConvTranspose2d(128, 64, 2, 2) has 128
+    # channels in, 64 out, one group (read as a plain one: 128 out in two groups); reduction 64 x 2 x 2 = 256
+    up = record(op="aten.convolution", shapes="[8, 128, 16, 16], [128, 64, 2, 2], [64]", transposed=True)
+    assert kernels.conv_dims(up) == (128, 64, 1, 256)
+    # the groups show in the bias: ConvTranspose2d(128, 64, 2, 2, groups=2) has weight [128, 32, 2, 2], bias [64]
+    grouped = record(op="aten.convolution", shapes="[8, 128, 16, 16], [128, 32, 2, 2], [64]", transposed=True)
+    assert kernels.conv_dims(grouped) == (128, 64, 2, 128)
+    back = record(
+        op="aten.convolution_backward", shapes="[8, 64, 32, 32], [8, 128, 16, 16], [128, 64, 2, 2]", transposed=True
+    )
+    assert kernels.conv_dims(back) == (128, 64, 1, 256)
 
 
 def test_tensor_core_eligibility_and_nchw_transposes():

@@ -135,3 +135,29 @@ def test_dropout_on_a_cpu_draws_its_mask_in_place_as_the_calibration_times_it():
     assert got[0][1:] == (0.0, 2048.0, 1024.0)
     case = dict(ops._cases("cpu"))["aten.bernoulli_"]
     assert ops._counted(case(256)) == [("aten.bernoulli_", 0.0, 2048.0, 1024.0)]
+
+
+def test_transposed_convolutions_are_marked_in_the_profile(tmp_path):
+    """A ConvTranspose2d's forward and backward records carry transposed=True (the estimator prices them on their
+    own curves), a Conv2d's none. Upsampling 8 -> 4 channels, 2x2 stride 2, on a 5x5 input: per sample 2 FLOPs x 25
+    input pixels x 8·4·2·2 weights = 6,400, + the bias on 4 x 10 x 10 outputs = 6,800 forward; its backward (the
+    input needs no gradient) the weight gradient's 6,400 and the bias gradient's 400."""
+    from advisor.profiler.profile import profile_model
+
+    path = tmp_path / "up.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\n"
+        "def build_model():\n    return nn.Sequential(nn.ConvTranspose2d(8, 4, 2, 2), nn.Conv2d(4, 4, 3, padding=1))\n"
+        "def example_batch(n):\n    return torch.randn(n, 8, 5, 5)\n"
+        "def training_step(model, batch):\n    return model(batch).mean()\n"
+    )
+    prof = profile_model(path, batch_size=2, device="meta", precision="fp32", repeats=0)
+    convs = {(o.op, "[8, 4, 2, 2]" in o.shapes): o for o in prof.ops if o.op.startswith("aten.convolution")}
+    assert {k: o.transposed for k, o in convs.items()} == {
+        ("aten.convolution", True): True,
+        ("aten.convolution", False): None,
+        ("aten.convolution_backward", True): True,
+        ("aten.convolution_backward", False): None,
+    }
+    assert convs["aten.convolution", True].flops.per_sample == 6800
+    assert convs["aten.convolution_backward", True].flops.per_sample == 6800

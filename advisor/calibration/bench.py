@@ -29,6 +29,7 @@ COLD_SETS = 512  # at most this many operand pairs per matmul size
 # keeps whatever state the machine was in while it ran.
 SWEEPS = 3
 DEPTHWISE_KEYS = ("depthwise", "depthwise_backward", "depthwise_small", "depthwise_backward_small")
+TRANSPOSED_KEYS = ("transposed", "transposed_backward")
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 HELD_THRESHOLD = 1 << 30  # a block this large or a heap top this large stays the process's: no kernel timed faults
 NOISY_SPREAD = 1.25  # rounds of one measurement further apart than this (slowest / fastest) are suspect
@@ -67,6 +68,9 @@ class Measurements:
     depthwise_backward: list[tuple[float, float, float]] = field(default_factory=list)
     depthwise_small: list[tuple[float, float, float]] = field(default_factory=list)
     depthwise_backward_small: list[tuple[float, float, float]] = field(default_factory=list)
+    # transposed convolutions (kernels.TRANSPOSED_SHAPES), forward and backward, at their full batch only
+    transposed: list[tuple[float, float, float]] = field(default_factory=list)
+    transposed_backward: list[tuple[float, float, float]] = field(default_factory=list)
     blocks: list[tuple[int, int, float]] = field(default_factory=list)  # CPUs: kernels.block_points
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
     windows: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # pooling op -> (F, B, s): ops.windows
@@ -255,6 +259,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
     tick("convolutions")
     conv, conv_backward, conv_small, conv_backward_small = kernels.conv_points(device, clock, quick)
     depthwise = kernels.conv_points(device, clock, quick, depthwise=True)
+    transposed = kernels.conv_points(device, clock, quick, transposed=True)
     blocks = [] if cuda else kernels.block_points(device, clock, quick)
     smallest = kernels.floors(device, clock)
     launch_s = None
@@ -288,6 +293,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "conv_small": conv_small,
         "conv_backward_small": conv_backward_small,
         **dict(zip(DEPTHWISE_KEYS, depthwise, strict=True)),
+        **dict(zip(TRANSPOSED_KEYS, transposed[:2], strict=True)),  # one batch: no quarter-batch lists
         "blocks": blocks,
         "floors": smallest,
         "launch_s": launch_s,
@@ -372,7 +378,7 @@ def run(
     m.parallel_op_s = [t for t in (*m.parallel_op_s, probe()) if t is not None]
     merged = median_of(results)
     merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")
-    merged_keys += DEPTHWISE_KEYS
+    merged_keys += DEPTHWISE_KEYS + TRANSPOSED_KEYS
     for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows"):
         setattr(m, key, merged[key])
     m.skinny = kernels.layouts_mean(m.skinny_layouts)

@@ -55,6 +55,19 @@ DEPTHWISE_SHAPES = (
     (16, 64, 64, 16, 64, 7, 1),
     (16, 256, 256, 8, 256, 7, 1),
 )
+# Transposed convolutions (ConvTranspose2d upsampling; the same fields, the input's side; padding (k - stride) / 2):
+# their own curves (overlay: transposed_by_intensity). oneDNN runs them as the input gradient of a strided
+# convolution, at a fraction of a plain layer's rate of the same FLOPs per byte: on the development VM's Xeon (one
+# thread, 2026-12-05) a U-Net's 2x2 stride-2 upsampling from 128 to 64 channels at 16x16, batch 16, took 9.9 ms
+# forward (27 GFLOP/s) and 17 ms backward, priced 4.4 and 8.7 on the plain curves. Four 2x2 stride-2 layers over the
+# channel counts of U-Nets and diffusion nets, and a DCGAN-style 4x4 stride-2 one.
+TRANSPOSED_SHAPES = (
+    (16, 32, 16, 32, 1, 2, 2),
+    (16, 64, 32, 32, 1, 2, 2),
+    (16, 128, 64, 16, 1, 2, 2),
+    (16, 256, 128, 8, 1, 2, 2),
+    (16, 64, 32, 16, 1, 4, 2),
+)
 # A CPU also times every layer above at 1/SMALL_BATCH_SHARE of its batch (conv_points).
 SMALL_BATCH_SHARE = 4
 # CPUs: dense 3x3 layers with as many channels out as in, at counts on and off the blocks a library with
@@ -177,26 +190,32 @@ def floors(device: str, clock: Clock) -> dict[str, float]:
     return {op: clock(fn, f"smallest {op}") for op, fn in cases.items()}
 
 
-def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False):
+def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False, transposed: bool = False):
     """Forward and backward (input and weight gradients) of CNN-like conv2d layers (CONV_SHAPES, or with
-    `depthwise` DEPTHWISE_SHAPES), NCHW as eager runs them: lists of (FLOPs, bytes read + written, seconds) per call,
-    counted by the profiler's counter, as (forward, backward, forward at a quarter of the batch, backward at a quarter
-    of the batch). A CPU times each layer at both batches (SMALL_BATCH_SHARE): from two samples on, oneDNN's call
-    costs some 50-190 µs that do not grow with the batch, which the two sizes separate from the per-sample rate (see
-    overlay.conv_setup); a GPU times the full batch only (its quarter-batch lists stay empty)."""
+    `depthwise` DEPTHWISE_SHAPES, with `transposed` TRANSPOSED_SHAPES), NCHW as eager runs them: lists of (FLOPs,
+    bytes read + written, seconds) per call, counted by the profiler's counter, as (forward, backward, forward at a
+    quarter of the batch, backward at a quarter of the batch). A CPU times each dense and depthwise layer at both
+    batches (SMALL_BATCH_SHARE): from two samples on, oneDNN's call costs some 50-190 µs that do not grow with the
+    batch, which the two sizes separate from the per-sample rate (see overlay.conv_setup); a GPU, and every device's
+    transposed layers, the full batch only (the quarter-batch lists stay empty)."""
     fwd, bwd, fwd_small, bwd_small = [], [], [], []
     if depthwise:
         gpu = DEPTHWISE_SHAPES_GPU if device == "cuda" else ()
         shapes = DEPTHWISE_SHAPES[::4] if quick else DEPTHWISE_SHAPES + gpu
+    elif transposed:
+        shapes = TRANSPOSED_SHAPES[::4] if quick else TRANSPOSED_SHAPES
     else:
         shapes = CONV_SHAPES[::4] if quick else CONV_SHAPES + (CONV_SHAPES_GPU if device == "cuda" else ())
     for n, cin, cout, side, groups, k, stride in shapes:
-        small = max(1, n // SMALL_BATCH_SHARE) if device != "cuda" and n > 1 else None
-        shape = f"conv {cin}->{cout}ch {side}px g{groups} k{k} s{stride}"
-        full = _conv_layer(device, clock, n, cin, cout, side, groups, k, stride, shape)
+        # transposed layers at one batch: the call's fixed cost comes from the others (overlay.conv_setup)
+        small = max(1, n // SMALL_BATCH_SHARE) if device != "cuda" and n > 1 and not transposed else None
+        shape = f"{'transposed ' * transposed}conv {cin}->{cout}ch {side}px g{groups} k{k} s{stride}"
+        full = _conv_layer(device, clock, n, cin, cout, side, groups, k, stride, shape, transposed)
         part = None
         if small:
-            part = _conv_layer(device, clock, small, cin, cout, side, groups, k, stride, f"{shape} batch {small}")
+            part = _conv_layer(
+                device, clock, small, cin, cout, side, groups, k, stride, f"{shape} batch {small}", transposed
+            )
         for i, (out, out_small) in enumerate(((fwd, fwd_small), (bwd, bwd_small))):
             if full[i] is None:
                 continue
@@ -220,19 +239,22 @@ def block_points(device: str, clock: Clock, quick: bool) -> list[tuple[int, int,
     return out
 
 
-def _conv_layer(device: str, clock: Clock, n: int, cin, cout, side, groups, k, stride, shape: str) -> list:
+def _conv_layer(
+    device: str, clock: Clock, n: int, cin, cout, side, groups, k, stride, shape: str, transposed: bool = False
+) -> list:
     """[(FLOPs, bytes, seconds) of the forward call or None, the same of the backward call or None] of one conv2d
-    layer at batch `n`."""
+    layer (`transposed`: a ConvTranspose2d, padded by (k - stride) / 2) at batch `n`."""
     import torch
 
     from advisor.calibration.ops import _counted
 
     A = torch.ops.aten
-    args = ([stride] * 2, [k // 2] * 2, [1, 1], False, [0, 0], groups)
+    pad = (k - stride) // 2 if transposed else k // 2
+    args = ([stride] * 2, [pad] * 2, [1, 1], transposed, [0, 0], groups)
     calls, back = [], []
     for _ in range(2):
         x = torch.randn(n, cin, side, side, device=device)
-        w = torch.randn(cout, cin // groups, k, k, device=device)
+        w = torch.randn(*((cin, cout // groups) if transposed else (cout, cin // groups)), k, k, device=device)
         y = A.convolution(x, w, None, *args)
         gy = torch.randn_like(y)
         calls.append(lambda x=x, w=w, a=args: A.convolution(x, w, None, *a))

@@ -152,19 +152,21 @@ def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
     if layouts:
         out["matmul_by_layout"] = layouts
     setups = {}
-    for op, key, data, small, dw_key, dw, dw_small in (
+    for op, key, data, small, dw_key, dw, dw_small, tr_key, tr in (
         ("aten.convolution", "conv_by_intensity", m.conv, m.conv_small, "depthwise_by_intensity", m.depthwise,
-         m.depthwise_small),
+         m.depthwise_small, "transposed_by_intensity", m.transposed),
         ("aten.convolution_backward", "conv_backward_by_intensity", m.conv_backward, m.conv_backward_small,
-         "depthwise_backward_by_intensity", m.depthwise_backward, m.depthwise_backward_small),
+         "depthwise_backward_by_intensity", m.depthwise_backward, m.depthwise_backward_small,
+         "transposed_backward_by_intensity", m.transposed_backward),
     ):  # fmt: skip
-        # the call's fixed cost from dense and depthwise layers alike; only the dense ones' efficiency rises
-        # with FLOPs per byte (a depthwise layer's backward slows down from 3x3 to 7x7 kernels on some CPUs)
+        # the call's fixed cost from dense and depthwise layers alike (transposed ones are timed at one batch and
+        # pay it too); only the dense ones' efficiency rises with FLOPs per byte (a depthwise layer's backward slows
+        # down from 3x3 to 7x7 kernels on some CPUs)
         both = len(data) == len(small) and len(dw) == len(dw_small)
         setup = conv_setup(data + dw, small + dw_small, m.dispatch_s) if both else 0.0
         if setup > 0:
             setups[op] = f"{setup:.4g}"
-        for points, field, shape in ((data, key, monotone), (dw, dw_key, clustered)):
+        for points, field, shape in ((data, key, monotone), (dw, dw_key, clustered), (tr, tr_key, clustered)):
             if points:
                 rates = [(f / b, f / max(t - m.dispatch_s - setup, 0.1 * t) / fp32) for f, b, t in points]
                 out[field] = _curve(shape(rates))
@@ -284,8 +286,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         "note": (
             f"{source}, {today}, {m.threads} thread(s): matmul efficiency by FLOPs per call per dtype relative "
             f"to the best measured rate, capped by FLOPs per byte for GEMMs with a small dimension; "
-            f"convolutions by FLOPs per byte, dense and depthwise apart, with a fixed cost per call from the same "
-            f"layers at two batches; "
+            f"convolutions by FLOPs per byte, dense, depthwise and transposed apart, with a fixed cost per call "
+            f"from the dense and depthwise layers at two batches; "
             f"an out-of-place add by bytes per call for memory-bound work; "
             f"the common vector ops by bytes per call against their own roofline; gelu throughput for other "
             f"vector work; and the fixed cost of an op per training phase and of a module call from timing "

@@ -350,6 +350,15 @@ class Efficiency(Strict):
     depthwise_backward_by_intensity: Curve | None = Field(
         None, description="as depthwise_by_intensity, for a depthwise convolution's backward call"
     )
+    transposed_by_intensity: Curve | None = Field(
+        None,
+        description="conv_by_intensity for transposed convolutions (ConvTranspose upsampling), measured apart: a "
+        "library may run them on other kernels than a plain convolution of the same FLOPs per byte (oneDNN as the "
+        "backward-data pass of a strided convolution); transposed convolutions without it read the conv curves",
+    )
+    transposed_backward_by_intensity: Curve | None = Field(
+        None, description="as transposed_by_intensity, for a transposed convolution's backward call"
+    )
     op_curves: dict[str, Curve] = Field(
         {},
         description="efficiency of named aten ops by bytes per call, against the op's own roofline at the "

@@ -40,7 +40,7 @@ import numpy as np
 from advisor.catalog.schema import Device, Efficiency
 from advisor.estimator.roofline import SCATTERS
 from advisor.profiler.schema import OpRecord, Profile
-from advisor.vocab import DEPTHWISE, DTYPE_BYTES
+from advisor.vocab import DEPTHWISE, DTYPE_BYTES, TRANSPOSED
 
 CONV_FORWARD = ("aten.convolution", "aten._convolution")
 BN_FORWARD = (
@@ -80,6 +80,10 @@ def conv_dims(op: OpRecord) -> tuple[int, int, int, int] | None:
         return None
     if len(x) < 3 or len(w) < 3 or not w[1]:
         return None
+    if op.transposed:  # weight [C_in, C_out/groups, *k]; the groups show only in a forward call's bias [C_out]
+        bias = shapes[2] if op.op in CONV_FORWARD and len(shapes) >= 3 and len(shapes[2]) == 1 else None
+        groups = max(1, bias[0] // w[1]) if bias else 1
+        return x[1], w[1] * groups, groups, math.prod(w[1:])
     cin, cout = x[1], w[0]
     groups = max(1, cin // w[1])
     return cin, cout, groups, math.prod(w[1:])
@@ -113,11 +117,15 @@ def depthwise(op: OpRecord) -> bool:
 def kernel_variant(op: OpRecord, eff: Efficiency) -> str | None:
     """Which of the family's calibrated kernel variants a matrix op reads (roofline.efficiency_source): a GEMM's
     layout (`gemm_layout`) where the family measured per-layout caps, DEPTHWISE for a depthwise convolution where it
-    measured depthwise curves; None otherwise."""
+    measured depthwise curves, TRANSPOSED for a transposed one where it measured transposed curves; None otherwise."""
     if op.category != "matrix":
         return None
     if op.op in (*CONV_FORWARD, CONV_BACKWARD):
-        has = eff.depthwise_backward_by_intensity if op.op == CONV_BACKWARD else eff.depthwise_by_intensity
+        backward = op.op == CONV_BACKWARD
+        if op.transposed:
+            has = eff.transposed_backward_by_intensity if backward else eff.transposed_by_intensity
+            return TRANSPOSED if has else None
+        has = eff.depthwise_backward_by_intensity if backward else eff.depthwise_by_intensity
         return DEPTHWISE if has and depthwise(op) else None
     return gemm_layout(op) if eff.matmul_by_layout else None
 

@@ -28,6 +28,7 @@ from advisor.vocab import (
     EMBEDDING_GRADS,
     FLOAT_DTYPES,
     PARAM_BYTES,
+    TRANSPOSED,
     canonical_dtype,
 )
 
@@ -152,7 +153,8 @@ def efficiency_source(
     per call, convolution curve by FLOPs per byte that replaces it or None, cap by FLOPs per byte that the size
     curve is held under or None, scale of the size curve). `variant` is the op's kernel variant
     (kernels.kernel_variant): a GEMM's cap is its layout's where the family measured one, else the layouts' mean; a
-    depthwise convolution reads the depthwise curves where the family has them, else the convolution curves.
+    depthwise (transposed) convolution reads the depthwise (transposed) curves where the family has them, else the
+    convolution curves.
     `compute_efficiency` evaluates it for one call; the estimator's op tables (advisor/estimator/passes.py) for many
     at once."""
     if op in eff.op_efficiency:
@@ -165,6 +167,8 @@ def efficiency_source(
         conv = None
         if variant == DEPTHWISE:
             conv = eff.depthwise_backward_by_intensity if backward else eff.depthwise_by_intensity
+        elif variant == TRANSPOSED:
+            conv = eff.transposed_backward_by_intensity if backward else eff.transposed_by_intensity
         conv = conv or (eff.conv_backward_by_intensity if backward else None) or eff.conv_by_intensity
         return None, curve, conv, None, 1.0 if conv else (eff.conv_scale or 1.0)
     cap = (eff.matmul_by_layout.get(variant or "") or eff.matmul_by_intensity) if op in GEMM_OPS else None

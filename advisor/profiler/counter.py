@@ -344,7 +344,9 @@ class Counter(TorchDispatchMode):
         elif info.name in CONTIGUOUS_OPS and len(args) > CONTIGUOUS_OPS[info.name]:
             x = args[CONTIGUOUS_OPS[info.name]]
             layout = "strided" if isinstance(x, torch.Tensor) and not x.is_contiguous() else ""
-        key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout)
+        # a transposed convolution runs other kernels than a plain one of its FLOPs (oneDNN: a backward-data pass)
+        transposed = info.name in LAYOUT_OPS and bool(Call(func, args, kwargs, out).arg("transposed", False))
+        key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout, transposed)
         index = self.keys.get(key)
         if index is None:
             index = self.keys[key] = len(self.keys)

@@ -97,6 +97,9 @@ class OpRecord(Strict):
         "gradient's incoming gradient or a LayerNorm's input is not contiguous (the kernel copies it first); None "
         "for the default",
     )
+    transposed: bool | None = Field(
+        None, description="true for a transposed convolution (ConvTranspose), whose weight is [C_in, C_out/groups, *k]"
+    )
 
 
 class RnnCall(Strict):

@@ -2,10 +2,13 @@
 model families the estimator was not tuned on, at one thread and at torch's default thread count.
 
     python benchmarks/accuracy.py [--threads 1,2] [--only NAME,...] [--processes N] [--wait-quiet MINUTES]
-                                  [--no-write]
+                                  [--calibration FILE] [--no-write]
 
 For each thread count:
-1. Calibrates the CPU (as `advisor calibrate` does) into benchmarks/results/calibration-cpu-<n>t.yaml.
+1. Calibrates the CPU (as `advisor calibrate --sweeps 3` does) into benchmarks/results/calibration-cpu-<n>t.yaml,
+   its three sweeps taking turns with the three rounds of timed steps of step 3 (sweep, round, sweep, round, sweep,
+   round; the tiny nets' fixed costs last), so that calibration and steps sample the same stretch of a shared
+   machine's time (`advisor calibrate --spread` is the same for a user). With --calibration, the rows only.
 2. Writes a datasheet-style entry for the same CPU (benchmarks/results/datasheet-cpu.yaml): peak = cores x fp32
    FLOPs per cycle (lscpu flags) x the /proc/cpuinfo clock, bandwidth = the catalog's EPYC 9654 per core, the
    shipped x86-cpu efficiencies: what advisor says about this CPU without calibrating it.
@@ -31,6 +34,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -158,45 +162,54 @@ def datasheet_overlay(cat, cores: int) -> dict:
     }
 
 
-def calibrate(path: Path) -> tuple[float, list[str]]:
+def calibrate(path: Path, between=None, sweeps: int | None = None) -> tuple[float, list[str]]:
+    """`advisor calibrate` into `path`; with `between`, that runs after each of the `sweeps` sweeps (see run_threads),
+    in one attempt, else up to two (a disturbed first run measured again)."""
     from advisor.calibration import session
     from advisor.io import dump_yaml, write_atomic
 
-    data, m = session.calibrate("cpu", tick=lambda s: print(f"  calibrate: {s}", file=sys.stderr), attempts=2)
+    tick = lambda s: print(f"  calibrate: {s}", file=sys.stderr)  # noqa: E731
+    data, m = session.calibrate("cpu", tick=tick, attempts=2, sweeps=sweeps, between=between)
     write_atomic(path, dump_yaml(data), "calibration")
     return m.seconds, m.warnings
 
 
-def measure(cases: list[tuple[Path, int]], threads: int, processes: int = PROCESSES) -> list[dict[str, float]]:
-    """measure_here for each (model file, batch) of `cases` in `processes` fresh Python processes, as a user's
-    training or `advisor validate` starts: in this long-lived one, what a step faults in depends on what ran before
-    it (glibc malloc's thresholds for handing freed memory back to the OS grow with the blocks already freed); one
-    in-process run measured the recommender at 0 MB per step, fresh processes at 38-51 MB.
+class Rounds:
+    """measure_here for each (model file, batch) of `cases` in fresh Python processes, one round a call, as a
+    user's training or `advisor validate` starts: in this long-lived one, what a step faults in depends on what ran
+    before it (glibc malloc's thresholds for handing freed memory back to the OS grow with the blocks already
+    freed); one in-process run measured the recommender at 0 MB per step, fresh processes at 38-51 MB.
 
-    The processes run in rounds, one per case a round, so that a row's processes lie minutes apart: on this shared
-    VM a slow spell lasts longer than one row's processes run back to back (run 24 measured the GRU at 32 at
-    148.9 ms with its three processes 1 % apart, each a few seconds after the last; the same three, timed again
-    later that day, 127-129 ms). Each figure is the median over a row's processes, "spread" is (slowest - fastest)
-    / median of their step totals and "load" the mean 1-minute load average before them."""
-    runs: list[list[dict]] = [[] for _ in cases]
-    loads: list[list[float]] = [[] for _ in cases]
-    for k in range(processes):
-        for i, (path, batch) in enumerate(cases):
-            print(f"  {threads}t round {k + 1}/{processes}: {path.stem} at {batch}", file=sys.stderr)
-            loads[i].append(load())
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", str(path), str(batch), str(threads)]
+    One process per case a round, so that a row's processes lie minutes apart: on this shared VM a slow spell lasts
+    longer than one row's processes run back to back (run 24 measured the GRU at 32 at 148.9 ms with its three
+    processes 1 % apart, each a few seconds after the last; the same three, timed again later that day,
+    127-129 ms). In `rows`, each figure is the median over a row's processes, "spread" is (slowest - fastest) /
+    median of their step totals and "load" the mean 1-minute load average before them."""
+
+    def __init__(self, cases: list[tuple[Path, int]], threads: int, processes: int):
+        self.cases, self.threads, self.processes = cases, threads, processes
+        self.runs: list[list[dict]] = [[] for _ in cases]
+        self.loads: list[list[float]] = [[] for _ in cases]
+
+    def round(self, k: int) -> None:
+        for i, (path, batch) in enumerate(self.cases):
+            print(f"  {self.threads}t round {k + 1}/{self.processes}: {path.stem} at {batch}", file=sys.stderr)
+            self.loads[i].append(load())
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", str(path), str(batch), str(self.threads)]
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise RuntimeError(f"timing {path.name} at batch {batch} failed:\n{done.stderr[-2000:]}")
-            runs[i].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    out = []
-    for row_runs, row_loads in zip(runs, loads, strict=True):
-        row = {key: statistics.median(r[key] for r in row_runs) for key in row_runs[0]}
-        totals = [sum(r[p] for p in PHASES) for r in row_runs]
-        row["spread"] = (max(totals) - min(totals)) / statistics.median(totals)
-        row["load"] = statistics.mean(row_loads)
-        out.append(row)
-    return out
+            self.runs[i].append(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    def rows(self) -> list[dict[str, float]]:
+        out = []
+        for row_runs, row_loads in zip(self.runs, self.loads, strict=True):
+            row = {key: statistics.median(r[key] for r in row_runs) for key in row_runs[0]}
+            totals = [sum(r[p] for p in PHASES) for r in row_runs]
+            row["spread"] = (max(totals) - min(totals)) / statistics.median(totals)
+            row["load"] = statistics.mean(row_loads)
+            out.append(row)
+        return out
 
 
 def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
@@ -235,8 +248,10 @@ def measure_here(path: Path, batch: int, threads: int) -> dict[str, float]:
 
 
 def run_threads(
-    threads: int, cases, profiles: dict, reuse: Path | None, processes: int = PROCESSES
+    threads: int, cases, profiles: dict, reuse: Path | None, processes: int = PROCESSES, out: Path = RESULTS
 ) -> tuple[list[dict], dict]:
+    """The rows at `threads`, estimated on a calibration made beside them (or on `reuse`); the calibration and the
+    datasheet entry are written into `out`."""
     import torch
 
     from advisor import api
@@ -244,16 +259,26 @@ def run_threads(
     from advisor.io import dump_yaml, write_atomic
 
     torch.set_num_threads(threads)
-    cal_path = reuse or RESULTS / f"calibration-cpu-{threads}t.yaml"
+    cal_path = reuse or out / f"calibration-cpu-{threads}t.yaml"
     load_before = load()
-    cal_s, warnings = (0.0, []) if reuse else calibrate(cal_path)
-    ds_path = RESULTS / "datasheet-cpu.yaml"
-    write_atomic(ds_path, dump_yaml(datasheet_overlay(api.catalog(), threads)), "datasheet entry")
-    cat = api.catalog([cal_path, ds_path])
     for _, name, batch in cases:
         if (name, batch) not in profiles:  # counts do not depend on the thread count
             profiles[(name, batch)] = profile(name, batch)
-    timed = measure([(MODELS / f"{name}.py", batch) for _, name, batch in cases], threads, processes)
+    rounds = Rounds([(MODELS / f"{name}.py", batch) for _, name, batch in cases], threads, processes)
+    if reuse:
+        cal_s, warnings = 0.0, []
+        for k in range(processes):
+            rounds.round(k)
+    else:
+        # the calibration's sweeps and the rounds of timed steps take turns (sweep, round, sweep, round, ...), so
+        # that both sample the same stretch of this shared machine's time: calibrated before the rows, the
+        # calibration caught one state of a host that changes speed by tens of percent over minutes, and the rows
+        # came out all under or all over by turns (runs 35 and 36)
+        cal_s, warnings = calibrate(cal_path, between=rounds.round, sweeps=processes)
+    ds_path = out / "datasheet-cpu.yaml"
+    write_atomic(ds_path, dump_yaml(datasheet_overlay(api.catalog(), threads)), "datasheet entry")
+    cat = api.catalog([cal_path, ds_path])
+    timed = rounds.rows()
     rows = []
     for (split, name, batch), t in zip(cases, timed, strict=True):
         prof = profiles[(name, batch)]
@@ -474,12 +499,14 @@ def main() -> None:
         wait_quiet(args.wait_quiet)
     start = time.perf_counter()
     RESULTS.mkdir(parents=True, exist_ok=True)
+    # a run that writes nothing puts its calibrations and datasheet entry in a scratch folder
+    out = RESULTS if not (args.no_write or only) else Path(tempfile.mkdtemp(prefix="advisor-accuracy-"))
     profiles: dict = {}
     all_rows, metas = [], []
     for i, n in enumerate(counts):
         if i and args.wait_quiet:  # the last count's rows still in the 1-minute load: the calibration would see them
             wait_quiet(min(args.wait_quiet, 3))
-        rows, meta = run_threads(n, cases, profiles, args.calibration, args.processes)
+        rows, meta = run_threads(n, cases, profiles, args.calibration, args.processes, out)
         all_rows += rows
         metas.append(meta)
     info = {"date": dt.date.today().isoformat(), "wall_s": time.perf_counter() - start, "processes": args.processes}

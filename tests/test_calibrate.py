@@ -138,6 +138,9 @@ def test_calibrate_bad_input(tmp_path):
     assert_user_error(run_cli("calibrate", "-o", str(tmp_path / "nope" / "x.yaml")), "nope")
     assert_user_error(run_cli("calibrate", "--attempts", "0"), "--attempts must be at least 1")
     assert_user_error(run_cli("calibrate", "--sweeps", "0"), "--sweeps must be at least 1")
+    assert_user_error(run_cli("calibrate", "--spread", "-5"), "--spread must be between 0 and 3600 seconds")
+    # --quick sweeps once: nothing to wait between, and the option is not silently dropped
+    assert_user_error(run_cli("calibrate", "--quick", "--spread", "10"), "this run has one; add --sweeps 2")
 
 
 def test_convolution_follows_its_intensity_curve():

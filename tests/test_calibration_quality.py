@@ -124,6 +124,14 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
     times = iter([0.9e-3])
     m = bench.run("cpu", quick=True)  # --quick alone: one sweep
     assert m.sweeps == 1 and m.copy[0].seconds == 0.9e-3
+    # what runs between the sweeps (the benchmark's rounds of steps, --spread's wait) runs after each, in turn,
+    # and the sweeps' medians are kept as ever: 1.1 ms of 0.8, 1.9, 1.1
+    times, order = iter([0.8e-3, 1.9e-3, 1.1e-3]), []
+    m = bench.run("cpu", quick=True, tick=order.append, sweeps=3, between=order.append)
+    shown = [x for x in order if isinstance(x, int) or x.startswith("memory")]
+    assert shown == ["memory bandwidth (sweep 1 of 3)", 0, "memory bandwidth (sweep 2 of 3)", 1,
+                     "memory bandwidth (sweep 3 of 3)", 2]  # fmt: skip
+    assert m.copy[0].seconds == 1.1e-3
 
 
 def test_contradictions_of_a_busy_machine_are_flagged():
@@ -213,10 +221,10 @@ def test_overlay_carries_the_new_calibrated_fields():
 def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeypatch):
     """session.calibrate with attempts=3: runs with 2, 1, then 0 warnings; the third is kept and no fourth made;
     with attempts=2 the second (1 warning, fewer than 2) is kept and says it was measured twice."""
-    runs = iter([["a", "b"], ["c"], []] * 2)
+    runs = iter([["a", "b"], ["c"], []] * 2 + [["a", "b"]])
     calls, ticks = [], []
 
-    def once(device, quick, tick, sweeps=None):
+    def once(device, quick, tick, sweeps=None, between=None):
         m = quiet()
         m.warnings = next(runs)
         calls.append(len(m.warnings))
@@ -235,6 +243,10 @@ def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeyp
     calls.clear()
     data, m = session.calibrate("cpu")  # one attempt by default in the library: 0 warnings left in the cycle
     assert calls == [0] and data["efficiency"][0]["note"] == "measured."
+    calls.clear()
+    # with work between the sweeps, one attempt whatever was asked: the next run (2 warnings) is kept as it is
+    data, m = session.calibrate("cpu", attempts=3, between=lambda i: None)
+    assert calls == [2] and m.warnings == ["a", "b"]
 
 
 def test_a_cpu_retry_waits_for_the_load_average_to_settle(monkeypatch):
@@ -269,7 +281,7 @@ def test_the_kernels_and_the_tiny_nets_are_timed_on_a_held_heap(monkeypatch):
         yield True
         state["held"] = False
 
-    def run(device, quick=False, tick=None, sweeps=None):
+    def run(device, quick=False, tick=None, sweeps=None, between=None):
         seen.append(("run", state["held"]))
         return quiet()
 

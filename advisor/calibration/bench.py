@@ -333,11 +333,17 @@ def held_heap(device: str) -> Iterator[bool]:
 
 
 def run(
-    device: str, quick: bool = False, tick: Callable[[str], None] = lambda s: None, sweeps: int | None = None
+    device: str,
+    quick: bool = False,
+    tick: Callable[[str], None] = lambda s: None,
+    sweeps: int | None = None,
+    between: Callable[[int], None] | None = None,
 ) -> Measurements:
     """Every microbenchmark on `device` ('cpu' or 'cuda'). `quick` trims sizes and time (tests). The size-dependent
     ones are measured in `sweeps` sweeps, each point's median kept (default: SWEEPS on a CPU, one on a GPU or
-    with `quick`)."""
+    with `quick`). `between(i)`, when given, runs after sweep i (from 0; after the last too, before the closing
+    reference figures): what else should see the same stretch of a shared machine's time as the sweeps, a wait
+    (`advisor calibrate --spread`) or the benchmark's rounds of timed steps."""
     import torch
 
     from advisor.calibration import kernels
@@ -375,6 +381,8 @@ def run(
         m.parallel_op_s.append(probe())  # the threads' state before each sweep, and after the last
         of = f" (sweep {i + 1} of {sweeps})" if sweeps > 1 else ""
         results.append(_sweep(device, clock, quick, lambda what, of=of: tick(what + of)))
+        if between is not None:
+            between(i)
     m.parallel_op_s = [t for t in (*m.parallel_op_s, probe()) if t is not None]
     merged = median_of(results)
     merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")

@@ -16,15 +16,19 @@ def calibrate(
     tick: Callable[[str], None] = lambda s: None,
     attempts: int = 1,
     sweeps: int | None = None,
+    between: Callable[[int], None] | None = None,
 ) -> tuple[dict, Measurements]:
     """(overlay data, measurements) for the local `device` at torch's current thread count, each size-dependent
-    figure the median of `sweeps` (bench.run's default when None). A run that looks disturbed (quality.check) is
-    measured again, up to `attempts` runs in all; the cleanest (fewest warnings, the earlier of equals) is kept,
-    and its `seconds` count every run."""
+    figure the median of `sweeps` (bench.run's default when None), `between(i)` run after sweep i (bench.run). A
+    run that looks disturbed (quality.check) is measured again, up to `attempts` runs in all; the cleanest (fewest
+    warnings, the earlier of equals) is kept, and its `seconds` count every run. With `between` there is one
+    attempt: what runs between the sweeps belongs to them, and is not done twice."""
     start = time.perf_counter()
     best = None
+    if between is not None:
+        attempts = 1
     for attempt in range(1, max(1, attempts) + 1):
-        data, m = _calibrate_once(device, quick, tick, sweeps)
+        data, m = _calibrate_once(device, quick, tick, sweeps, between)
         if best is None or len(m.warnings) < len(best[1].warnings):
             best = data, m
         if not best[1].warnings:
@@ -60,7 +64,11 @@ def settle(tick: Callable[[str], None], limit_s: float = SETTLE_S, step_s: float
 
 
 def _calibrate_once(
-    device: str, quick: bool, tick: Callable[[str], None], sweeps: int | None = None
+    device: str,
+    quick: bool,
+    tick: Callable[[str], None],
+    sweeps: int | None = None,
+    between: Callable[[int], None] | None = None,
 ) -> tuple[dict, Measurements]:
     import torch
 
@@ -73,7 +81,7 @@ def _calibrate_once(
     # the tiny nets are timed on a held heap (bench.held_heap: no page faults, which the estimate prices apart);
     # the tiny nets' steps less their ops' work are the fixed costs, so faults there would land in those
     with matmul_precision("fp32", device), bench.held_heap(device):
-        m = bench.run(device, quick=quick, tick=tick, sweeps=sweeps)
+        m = bench.run(device, quick=quick, tick=tick, sweeps=sweeps, between=between)
         if not quick:
             per_op, module, seen = fit.fit_overheads(
                 overlay.build(m), device, torch.get_num_threads(), m.dispatch_s, m.module_overhead_s, tick

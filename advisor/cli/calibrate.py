@@ -18,6 +18,7 @@ from advisor.errors import UserError
 from advisor.render.output import Format, emit
 
 DEVICES = ("cpu", "cuda")
+MAX_SPREAD_S = 3600.0  # an hour between sweeps at most: beyond it a typo, not a plan
 
 
 def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> dict:
@@ -119,6 +120,14 @@ def register(app: typer.Typer) -> None:
                 "[default: 3 on a CPU, 1 on a GPU].",
             ),
         ] = None,
+        spread: Annotated[
+            float,
+            typer.Option(
+                "--spread",
+                help="Wait this many seconds after each sweep, so that the sweeps sample a shared machine's slow "
+                "and fast spells (minutes long) rather than one of them; the medians are kept as ever.",
+            ),
+        ] = 0.0,
         fmt: FormatOpt = Format.table,
     ) -> None:
         """Measure matmul, memory bandwidth, vector ops and per-op overhead of this machine (a few minutes)."""
@@ -131,6 +140,13 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"--attempts must be at least 1, got {attempts}")
         if sweeps is not None and sweeps < 1:
             raise UserError(f"--sweeps must be at least 1, got {sweeps}")
+        if not 0 <= spread <= MAX_SPREAD_S:
+            raise UserError(f"--spread must be between 0 and {MAX_SPREAD_S:.0f} seconds, got {spread:g}")
+        from advisor.calibration.bench import SWEEPS
+
+        count = sweeps or (1 if quick or device == "cuda" else SWEEPS)
+        if spread > 0 and count < 2:
+            raise UserError("--spread waits between sweeps, and this run has one", "add --sweeps 2 or more")
         check_files({"--output": output})
         import torch
 
@@ -145,7 +161,14 @@ def register(app: typer.Typer) -> None:
         def tick(step: str) -> None:
             sys.stderr.write(f"  [{time.perf_counter() - start:5.1f} s] {step}\n")
 
-        data, m = session.calibrate(device, quick=quick, tick=tick, attempts=1 if quick else attempts, sweeps=sweeps)
+        def wait(i: int) -> None:
+            if i + 1 < count:  # nothing to wait for after the last
+                tick(f"waiting {spread:g} s after sweep {i + 1} of {count} (--spread)")
+                time.sleep(spread)
+
+        between = wait if spread > 0 else None
+        runs = 1 if quick else attempts
+        data, m = session.calibrate(device, quick=quick, tick=tick, attempts=runs, sweeps=sweeps, between=between)
         written, kept = session.save(data, output or overlay.default_path(m), force=force)
         for warning in m.warnings:
             note(f"calibration looks disturbed: {warning}")

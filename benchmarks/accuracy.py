@@ -164,12 +164,16 @@ def datasheet_overlay(cat, cores: int) -> dict:
 
 def calibrate(path: Path, between=None, sweeps: int | None = None) -> tuple[float, list[str]]:
     """`advisor calibrate` into `path`; with `between`, that runs after each of the `sweeps` sweeps (see run_threads),
-    in one attempt, else up to two (a disturbed first run measured again)."""
+    in one attempt (the rounds of steps between are not timed twice), else up to two (a disturbed first run measured
+    again)."""
     from advisor.calibration import session
     from advisor.io import dump_yaml, write_atomic
 
-    tick = lambda s: print(f"  calibrate: {s}", file=sys.stderr)  # noqa: E731
-    data, m = session.calibrate("cpu", tick=tick, attempts=2, sweeps=sweeps, between=between)
+    def tick(step: str) -> None:
+        print(f"  calibrate: {step}", file=sys.stderr)
+
+    attempts = 1 if between else 2
+    data, m = session.calibrate("cpu", tick=tick, attempts=attempts, sweeps=sweeps, between=between)
     write_atomic(path, dump_yaml(data), "calibration")
     return m.seconds, m.warnings
 

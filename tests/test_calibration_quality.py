@@ -221,13 +221,15 @@ def test_overlay_carries_the_new_calibrated_fields():
 def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeypatch):
     """session.calibrate with attempts=3: runs with 2, 1, then 0 warnings; the third is kept and no fourth made;
     with attempts=2 the second (1 warning, fewer than 2) is kept and says it was measured twice."""
-    runs = iter([["a", "b"], ["c"], []] * 2 + [["a", "b"]])
+    runs = iter([["a", "b"], ["c"], []] * 2 + [["a", "b"], ["c"]])
     calls, ticks = [], []
 
     def once(device, quick, tick, sweeps=None, between=None):
         m = quiet()
         m.warnings = next(runs)
         calls.append(len(m.warnings))
+        if between is not None:
+            between(len(calls))  # what runs between the sweeps runs in every attempt
         return {"efficiency": [{"note": "measured."}]}, m
 
     monkeypatch.setattr(session, "_calibrate_once", once)
@@ -244,9 +246,10 @@ def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeyp
     data, m = session.calibrate("cpu")  # one attempt by default in the library: 0 warnings left in the cycle
     assert calls == [0] and data["efficiency"][0]["note"] == "measured."
     calls.clear()
-    # with work between the sweeps, one attempt whatever was asked: the next run (2 warnings) is kept as it is
-    data, m = session.calibrate("cpu", attempts=3, between=lambda i: None)
-    assert calls == [2] and m.warnings == ["a", "b"]
+    # work between the sweeps goes to every attempt: 2 warnings, then 1, the second kept
+    seen = []
+    data, m = session.calibrate("cpu", attempts=2, between=seen.append)
+    assert calls == [2, 1] and seen == [1, 2] and m.warnings == ["c"]
 
 
 def test_a_cpu_retry_waits_for_the_load_average_to_settle(monkeypatch):

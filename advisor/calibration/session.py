@@ -19,14 +19,11 @@ def calibrate(
     between: Callable[[int], None] | None = None,
 ) -> tuple[dict, Measurements]:
     """(overlay data, measurements) for the local `device` at torch's current thread count, each size-dependent
-    figure the median of `sweeps` (bench.run's default when None), `between(i)` run after sweep i (bench.run). A
-    run that looks disturbed (quality.check) is measured again, up to `attempts` runs in all; the cleanest (fewest
-    warnings, the earlier of equals) is kept, and its `seconds` count every run. With `between` there is one
-    attempt: what runs between the sweeps belongs to them, and is not done twice."""
+    figure the median of `sweeps` (bench.run's default when None), `between(i)` run after sweep i (bench.run, in
+    every attempt). A run that looks disturbed (quality.check) is measured again, up to `attempts` runs in all; the
+    cleanest (fewest warnings, the earlier of equals) is kept, and its `seconds` count every run."""
     start = time.perf_counter()
     best = None
-    if between is not None:
-        attempts = 1
     for attempt in range(1, max(1, attempts) + 1):
         data, m = _calibrate_once(device, quick, tick, sweeps, between)
         if best is None or len(m.warnings) < len(best[1].warnings):

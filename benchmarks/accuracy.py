@@ -278,15 +278,7 @@ def run_threads(
         # that both sample the same stretch of this shared machine's time: calibrated before the rows, the
         # calibration caught one state of a host that changes speed by tens of percent over minutes, and the rows
         # came out all under or all over by turns (runs 35 and 36)
-        rounds_s = [0.0]
-
-        def turn(k: int) -> None:
-            t0 = time.perf_counter()
-            rounds.round(k)
-            rounds_s[0] += time.perf_counter() - t0
-
-        cal_s, warnings = calibrate(cal_path, between=turn, sweeps=processes)
-        cal_s -= rounds_s[0]  # the calibration's own time, without the steps timed between its sweeps
+        cal_s, warnings = calibrate(cal_path, between=rounds.round, sweeps=processes)  # its own time, less the rounds
     ds_path = out / "datasheet-cpu.yaml"
     write_atomic(ds_path, dump_yaml(datasheet_overlay(api.catalog(), threads)), "datasheet entry")
     cat = api.catalog([cal_path, ds_path])

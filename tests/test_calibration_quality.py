@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import yaml
 from test_calibrate import fake_measurements
@@ -127,7 +129,15 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
     # what runs between the sweeps (the benchmark's rounds of steps, --spread's wait) runs after each, in turn,
     # and the sweeps' medians are kept as ever: 1.1 ms of 0.8, 1.9, 1.1
     times, order = iter([0.8e-3, 1.9e-3, 1.1e-3]), []
-    m = bench.run("cpu", quick=True, tick=order.append, sweeps=3, between=order.append)
+
+    def between(i):  # 0.2 s each: 0.6 s in all, kept apart from the calibration's own time
+        order.append(i)
+        time.sleep(0.2)
+
+    start = time.perf_counter()
+    m = bench.run("cpu", quick=True, tick=order.append, sweeps=3, between=between)
+    elapsed = time.perf_counter() - start
+    assert 0.6 <= m.between_s < elapsed and m.seconds == pytest.approx(elapsed - m.between_s, abs=0.05)
     shown = [x for x in order if isinstance(x, int) or x.startswith("memory")]
     assert shown == ["memory bandwidth (sweep 1 of 3)", 0, "memory bandwidth (sweep 2 of 3)", 1,
                      "memory bandwidth (sweep 3 of 3)", 2]  # fmt: skip

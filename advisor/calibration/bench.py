@@ -83,7 +83,8 @@ class Measurements:
     spreads: list[tuple[str, float]] = field(default_factory=list)  # (what, slowest / fastest round)
     checks: dict[str, float] = field(default_factory=dict)  # reference figures for quality.py
     warnings: list[str] = field(default_factory=list)
-    seconds: float = 0.0  # how long calibration took
+    seconds: float = 0.0  # how long calibration took, less between_s
+    between_s: float = 0.0  # spent in the work run between the sweeps (run's `between`): not the calibration's
     sweeps: int = 1  # how many sweeps each size-dependent figure is the median of
 
 
@@ -343,7 +344,7 @@ def run(
     ones are measured in `sweeps` sweeps, each point's median kept (default: SWEEPS on a CPU, one on a GPU or
     with `quick`). `between(i)`, when given, runs after sweep i (from 0; after the last too, before the closing
     reference figures): what else should see the same stretch of a shared machine's time as the sweeps, a wait
-    (`advisor calibrate --spread`) or the benchmark's rounds of timed steps."""
+    (`advisor calibrate --spread`) or the benchmark's rounds of timed steps; its time is kept apart (between_s)."""
     import torch
 
     from advisor.calibration import kernels
@@ -382,7 +383,9 @@ def run(
         of = f" (sweep {i + 1} of {sweeps})" if sweeps > 1 else ""
         results.append(_sweep(device, clock, quick, lambda what, of=of: tick(what + of)))
         if between is not None:
+            t0 = time.perf_counter()
             between(i)
+            m.between_s += time.perf_counter() - t0
     m.parallel_op_s = [t for t in (*m.parallel_op_s, probe()) if t is not None]
     merged = median_of(results)
     merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")
@@ -403,5 +406,5 @@ def run(
     m.checks["matmul_ref_last_s"] = ref
     m.checks["matmul_ref_flops"] = kernels.REFERENCE_FLOPS
     m.spreads = list(clock.spreads)
-    m.seconds = time.perf_counter() - start
+    m.seconds = time.perf_counter() - start - m.between_s
     return m

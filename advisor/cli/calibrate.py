@@ -125,7 +125,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--spread",
                 help="Wait this many seconds after each sweep, so that the sweeps sample a shared machine's slow "
-                "and fast spells (minutes long) rather than one of them; the medians are kept as ever.",
+                "and fast spells (minutes long) rather than one of them; the medians are kept as ever (the waits do "
+                "not count in the calibration's time).",
             ),
         ] = 0.0,
         fmt: FormatOpt = Format.table,

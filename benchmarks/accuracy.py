@@ -5,14 +5,14 @@ model families the estimator was not tuned on, at one thread and at torch's defa
                                   [--calibration FILE] [--no-write]
 
 For each thread count:
-1. Calibrates the CPU (as `advisor calibrate --sweeps 3` does) into benchmarks/results/calibration-cpu-<n>t.yaml,
-   its three sweeps taking turns with the three rounds of timed steps of step 3 (sweep, round, sweep, round, sweep,
-   round; the tiny nets' fixed costs last), so that calibration and steps sample the same stretch of a shared
-   machine's time (`advisor calibrate --spread` is the same for a user). With --calibration, the rows only.
+1. Calibrates the CPU (as `advisor calibrate --sweeps 5` does) into benchmarks/results/calibration-cpu-<n>t.yaml,
+   its sweeps (one per process of step 3) taking turns with the rounds of timed steps of step 3 (sweep, round,
+   sweep, round, ...; the tiny nets' fixed costs last), so that calibration and steps sample the same stretch of a
+   shared machine's time (`advisor calibrate --spread` is the same for a user). With --calibration, the rows only.
 2. Writes a datasheet-style entry for the same CPU (benchmarks/results/datasheet-cpu.yaml): peak = cores x fp32
    FLOPs per cycle (lscpu flags) x the /proc/cpuinfo clock, bandwidth = the catalog's EPYC 9654 per core, the
    shipped x86-cpu efficiencies: what advisor says about this CPU without calibrating it.
-3. For each model of benchmarks/models at two batch sizes: times real fp32 training steps in three fresh Python
+3. For each model of benchmarks/models at two batch sizes: times real fp32 training steps in five fresh Python
    processes (--processes), in rounds over all the rows so that a row's processes lie minutes apart, as a user's
    training starts (in each, 7 steps after 3 warm-up ones:
    one thread the median on the process's CPU clock, more threads each phase's fastest on the wall clock; the row
@@ -88,7 +88,9 @@ REPORT = [
 ]
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 PHASES = ("forward", "backward", "optimizer")
-PROCESSES = 3  # fresh processes timed per row; the row takes their median
+# fresh processes timed per row; the row takes their median. Five since run 39: with three, a row's processes
+# differed by a median of 15-29 % on the development VM's Xeon (runs 37-38), as much as the report rows' errors
+PROCESSES = 5
 # every row: (set, model, batch)
 CASES = [(s, n, b) for s, group in (("tuning", TUNING), ("report", REPORT)) for n, bs in group for b in bs]
 

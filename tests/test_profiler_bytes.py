@@ -53,6 +53,17 @@ def test_gather_reads_only_the_rows_it_picks():
     assert got["aten.embedding"][1:] == (2304, 2048)
 
 
+def test_bag_lookup_reads_each_picked_row_not_the_table():
+    table = torch.empty(50_000, 32, device=M)  # 6,400,000 B: a DLRM-style table
+    idx = torch.empty(64, device=M, dtype=torch.int64)  # 16 bags of 4
+    offsets = torch.empty(16, device=M, dtype=torch.int64)
+    got, _ = calls(lambda: aten._embedding_bag(table, idx, offsets, False, 0, False, None, False, -1))
+    # written (the meta kernel's outputs): 16 * 32 * 4 B = 2048 + offset2bag 64 * 8 = 512 + bag sizes 16 * 8 = 128
+    # + max indices 0 -> 2688; read: 64 rows * 32 * 4 B = 8192 + the indices 64 * 8 = 512 + the offsets 16 * 8 = 128
+    # -> 8832 (not the whole 6,400,000-byte table)
+    assert got["aten._embedding_bag"][1:] == (8832, 2688)
+
+
 def test_broadcast_operand_is_read_once():
     x = torch.empty(64, 128, device=M)
     bias = torch.empty(128, device=M).expand(64, 128)  # stride 0 along rows

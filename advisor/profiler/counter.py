@@ -47,7 +47,7 @@ GATHERS = {"aten.embedding", "aten.index_select", "aten.gather", "aten.index", "
 # Bag lookups (EmbeddingBag) read each picked row and reduce the rows of a bag into one output row: bytes read =
 # the indices, offsets and weights + one table row per index (a table of 50,000 rows looked up 1,024 times reads
 # 1,024 rows, not 50,000).
-BAG_GATHERS = {"aten._embedding_bag", "aten._embedding_bag_forward_only", "aten.embedding_bag"}
+BAG_GATHERS = {"aten._embedding_bag", "aten._embedding_bag_forward_only"}  # aten.embedding_bag decomposes to these
 # Ops whose kernels depend on the memory layout of their input (cuDNN runs tensor-core convolutions in NHWC).
 LAYOUT_OPS = {"aten.convolution", "aten.convolution_backward", "aten._convolution"}
 # Ops that copy a non-contiguous input to a contiguous one before their kernel runs, by the position of that input:
@@ -328,8 +328,7 @@ class Counter(TorchDispatchMode):
         if info.name in GATHERS:
             read = written + sum(span_bytes(a) for a in args[1:] if isinstance(a, torch.Tensor))
         elif info.name in BAG_GATHERS and len(args) > 1 and isinstance(args[1], torch.Tensor):
-            table = args[0]
-            row = table.shape[-1] * table.element_size() if table.dim() else 0
+            row = args[0].shape[-1] * args[0].element_size()  # one table row
             read = args[1].numel() * row + sum(span_bytes(a) for a in args[1:] if isinstance(a, torch.Tensor))
         if not outs and info.name.startswith("aten._foreach") and args and isinstance(args[0], (list, tuple)):
             written = sum(x.numel() * x.element_size() for x in args[0] if isinstance(x, torch.Tensor))

@@ -180,17 +180,26 @@ def calibrate(path: Path, between=None, sweeps: int | None = None) -> tuple[floa
     return m.seconds, m.warnings
 
 
+def rotation(n: int, k: int, rounds: int) -> list[int]:
+    """The order of n cases in round k of `rounds`: the list started k/rounds of the way along, so that each row's
+    processes lie at different distances from the calibration sweep before their round (in order every round, the
+    report rows, last, always ran furthest from it: at two threads their signed median error came out below the
+    tuning rows' in eight of the nine runs to run 40, by a median of 7 points; at one thread by 2)."""
+    start = (k * n) // max(rounds, 1) % max(n, 1)
+    return [*range(start, n), *range(start)]
+
+
 class Rounds:
     """measure_here for each (model file, batch) of `cases` in fresh Python processes, one round a call, as a
     user's training or `advisor validate` starts: in this long-lived one, what a step faults in depends on what ran
     before it (glibc malloc's thresholds for handing freed memory back to the OS grow with the blocks already
     freed); one in-process run measured the recommender at 0 MB per step, fresh processes at 38-51 MB.
 
-    One process per case a round, so that a row's processes lie minutes apart: on this shared VM a slow spell lasts
-    longer than one row's processes run back to back (run 24 measured the GRU at 32 at 148.9 ms with its three
-    processes 1 % apart, each a few seconds after the last; the same three, timed again later that day,
-    127-129 ms). In `rows`, each figure is the median over a row's processes, "spread" is (slowest - fastest) /
-    median of their step totals and "load" the mean 1-minute load average before them."""
+    One process per case a round, in a rotated order (`rotation`), so that a row's processes lie minutes apart: on
+    this shared VM a slow spell lasts longer than one row's processes run back to back (run 24 measured the GRU at
+    32 at 148.9 ms with its three processes 1 % apart, each a few seconds after the last; the same three, timed
+    again later that day, 127-129 ms). In `rows`, each figure is the median over a row's processes, "spread" is
+    (slowest - fastest) / median of their step totals and "load" the mean 1-minute load average before them."""
 
     def __init__(self, cases: list[tuple[Path, int]], threads: int, processes: int):
         self.cases, self.threads, self.processes = cases, threads, processes
@@ -198,7 +207,8 @@ class Rounds:
         self.loads: list[list[float]] = [[] for _ in cases]
 
     def round(self, k: int) -> None:
-        for i, (path, batch) in enumerate(self.cases):
+        for i in rotation(len(self.cases), k, self.processes):
+            path, batch = self.cases[i]
             print(f"  {self.threads}t round {k + 1}/{self.processes}: {path.stem} at {batch}", file=sys.stderr)
             self.loads[i].append(load())
             cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", str(path), str(batch), str(self.threads)]

@@ -277,9 +277,17 @@ def run_threads(
     torch.set_num_threads(threads)
     cal_path = reuse or out / f"calibration-cpu-{threads}t.yaml"
     load_before = load()
+    profiled = False
     for _, name, batch in cases:
         if (name, batch) not in profiles:  # counts do not depend on the thread count
             profiles[(name, batch)] = profile(name, batch)
+            profiled = True
+    if profiled and not reuse:
+        # the profiling just done holds the 1-minute load up: the one-thread calibration of runs 41 and 42 started at
+        # 0.50 and 0.51 per core and was flagged for it
+        from advisor.calibration import session
+
+        session.settle(lambda step: print(f"  calibrate: {step}", file=sys.stderr))
     rounds = Rounds([(MODELS / f"{name}.py", batch) for _, name, batch in cases], threads, processes)
     if reuse:
         cal_s, warnings = 0.0, []

@@ -164,6 +164,10 @@ def datasheet_overlay(cat, cores: int) -> dict:
     }
 
 
+def calibrate_tick(step: str) -> None:
+    print(f"  calibrate: {step}", file=sys.stderr)
+
+
 def calibrate(path: Path, between=None, sweeps: int | None = None) -> tuple[float, list[str]]:
     """`advisor calibrate` into `path`; with `between`, that runs after each of the `sweeps` sweeps (see run_threads),
     in one attempt (the rounds of steps between are not timed twice), else up to two (a disturbed first run measured
@@ -171,11 +175,8 @@ def calibrate(path: Path, between=None, sweeps: int | None = None) -> tuple[floa
     from advisor.calibration import session
     from advisor.io import dump_yaml, write_atomic
 
-    def tick(step: str) -> None:
-        print(f"  calibrate: {step}", file=sys.stderr)
-
     attempts = 1 if between else 2
-    data, m = session.calibrate("cpu", tick=tick, attempts=attempts, sweeps=sweeps, between=between)
+    data, m = session.calibrate("cpu", tick=calibrate_tick, attempts=attempts, sweeps=sweeps, between=between)
     write_atomic(path, dump_yaml(data), "calibration")
     return m.seconds, m.warnings
 
@@ -287,7 +288,7 @@ def run_threads(
         # 0.50 and 0.51 per core and was flagged for it
         from advisor.calibration import session
 
-        session.settle(lambda step: print(f"  calibrate: {step}", file=sys.stderr))
+        session.settle(calibrate_tick)
     rounds = Rounds([(MODELS / f"{name}.py", batch) for _, name, batch in cases], threads, processes)
     if reuse:
         cal_s, warnings = 0.0, []

@@ -433,6 +433,22 @@ def test_sys_exit_in_model_file_is_a_user_error(tmp_path, capfd):
     assert not (tmp_path / "p.yaml").exists()
 
 
+def test_inputs_and_labels_passed_to_forward_name_the_fix(tmp_path, capfd):
+    """example_batch returns (x, y) with no training_step: both go to forward() as positional arguments, which
+    nn.Sequential cannot take; the error counts the 2 tensors and names training_step, nothing is written."""
+    body = (
+        "def build_model():\n    return nn.Sequential(nn.Linear(4, 2))\n\n"
+        "def example_batch(batch_size):\n    return torch.randn(batch_size, 4), torch.randint(0, 2, (batch_size,))\n"
+    )
+    model = write_model(tmp_path, body)
+    user_error(
+        cli(capfd, "profile", model, "--device", "meta", "-o", tmp_path / "p.yaml"),
+        "does not take the 2 tensors example_batch() in model.py returned",
+        "define training_step(model, batch)",
+    )
+    assert not (tmp_path / "p.yaml").exists()
+
+
 def test_model_without_parameters_exits_2(tmp_path, capfd):
     model = write_model(tmp_path, "def build_model():\n    return nn.ReLU()\n" + BATCH)
     user_error(cli(capfd, "profile", model, "--device", "meta", "-o", tmp_path / "p.yaml"), "no trainable parameters")

@@ -142,7 +142,19 @@ def forward_loss(mf: ModelFile, model, batch) -> torch.Tensor:
     if isinstance(batch, dict):
         return _loss_of(model(**batch))
     if isinstance(batch, tuple):
-        return _loss_of(model(*batch))
+        try:
+            out = model(*batch)
+        except TypeError as exc:
+            if "forward()" in str(exc) and "positional argument" in str(exc):
+                # the usual cause: (inputs, labels) from example_batch, both handed to forward()
+                raise UserError(
+                    f"the model's forward() does not take the {len(batch)} tensors example_batch() in "
+                    f"{mf.path.name} returned, passed as positional arguments ({exc})",
+                    "return only the inputs from example_batch(), or define training_step(model, batch) -> loss "
+                    "to use labels, e.g. x, y = batch; return F.cross_entropy(model(x), y)",
+                ) from None
+            raise
+        return _loss_of(out)
     return _loss_of(model(batch))
 
 

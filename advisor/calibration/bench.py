@@ -20,6 +20,9 @@ from advisor.profiler.heap import DEFAULT_THRESHOLD
 
 MATMUL_SIZES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 COPY_ELEMENTS = tuple(2**k for k in range(8, 26))  # 1 KiB .. 128 MiB of fp32
+# the handoff's adds (handoff_points): from torch's grain size (32,768 elements: smaller ops run on one thread, whose
+# own cache holds what it wrote) past the private caches of a few cores
+HANDOFF_ELEMENTS = tuple(2**k for k in range(15, 24))  # 128 KiB .. 32 MiB of fp32
 VECTOR_ELEMENTS = 1 << 22
 COLD_SETS = 512  # at most this many operand pairs per matmul size
 # A CPU's size-dependent figures (GEMMs, convolutions, the add by size, fresh pages, the vector ops) are measured in
@@ -79,6 +82,9 @@ class Measurements:
     host_op_s: float | None = None  # GPUs: the host's time to issue one eager op (fitted on the tiny nets)
     first_touch_s_per_byte: float = 0.0  # CPUs: the OS's cost of a fresh page, per byte (0: not measured)
     parallel_op_s: list[float] = field(default_factory=list)  # CPUs, >1 thread: profile.parallel_op_s probes
+    # CPUs, >1 thread: an add by bytes moved whose input was just written at the same thread count, and by one thread
+    handoff_matched: list[Point] = field(default_factory=list)
+    handoff_cross: list[Point] = field(default_factory=list)
     op_efficiency: dict[str, float] = field(default_factory=dict)  # older calibrations: aten op -> efficiency
     spreads: list[tuple[str, float]] = field(default_factory=list)  # (what, slowest / fastest round)
     checks: dict[str, float] = field(default_factory=dict)  # reference figures for quality.py
@@ -187,6 +193,38 @@ def memory_points(device: str, clock: Clock, quick: bool) -> list[Point]:
     return out
 
 
+def handoff_points(quick: bool, reps: int = 60) -> tuple[list[Point], list[Point]]:
+    """CPUs at more than one thread: an out-of-place add by bytes moved (as memory_points), its input written just
+    before each call by a multiply at the same thread count (each thread's share of the add is the share it wrote,
+    in its own core's cache: what memory_points and the op sweeps measure, an op called on the same tensors again)
+    and by a multiply on one thread (the other threads' shares sit in another core's cache, modified). In a
+    training step an op reads what a different op wrote, and a convolution or GEMM splits its output between the
+    threads otherwise than the elementwise op after it splits its input. The median of `reps` calls each, timed
+    alone on the wall clock. (matched, cross) Points."""
+    import torch
+
+    threads = torch.get_num_threads()
+    matched, cross = [], []
+    for n in HANDOFF_ELEMENTS[::3] if quick else HANDOFF_ELEMENTS:
+        z, x, y = torch.randn(n), torch.empty(n), torch.randn(n)
+        times: dict[int, list[float]] = {threads: [], 1: []}
+        try:
+            for k in range(5 + (max(reps // 6, 2) if quick else reps)):
+                for producer in (threads, 1):  # the two cases in turn, so a slow stretch of the machine hits both
+                    torch.set_num_threads(producer)
+                    torch.mul(z, 1.0001, out=x)
+                    torch.set_num_threads(threads)
+                    t0 = time.perf_counter()
+                    torch.add(x, y)
+                    if k >= 5:
+                        times[producer].append(time.perf_counter() - t0)
+        finally:
+            torch.set_num_threads(threads)
+        matched.append(Point(12.0 * n, statistics.median(times[threads])))
+        cross.append(Point(12.0 * n, statistics.median(times[1])))
+    return matched, cross
+
+
 def plausible_first_touch(measure: Callable[[], float], copy: list[Point], tries: int = 3) -> tuple[float, bool]:
     """(the first-touch cost per byte, whether it was plausible), measured up to `tries` times until it is
     physically possible: the kernel zeroes a fresh page before the program writes it, so fresh memory cannot be
@@ -278,6 +316,10 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
 
         tick("fresh pages")
         touch = plausible_first_touch(first_touch_s_per_byte, copy)
+    handoff = ([], [])
+    if not cuda and clock.threads > 1:
+        tick("handoff between threads")
+        handoff = handoff_points(quick)
     tick("elementwise")
     x = torch.randn(VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS, device=device)
     out = torch.empty_like(x)
@@ -303,6 +345,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "ops": ops.measure(device, quick_clock, quick, tick),
         "windows": ops.windows(device, quick_clock),
         "first_touch": touch,
+        "handoff": handoff,
     }
 
 
@@ -393,6 +436,7 @@ def run(
     for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows"):
         setattr(m, key, merged[key])
     m.skinny = kernels.layouts_mean(m.skinny_layouts)
+    m.handoff_matched, m.handoff_cross = merged.get("handoff") or ([], [])
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     m.vector_seconds, m.vector_bytes = merged["gelu_s"], 8.0 * n
     m.vector_flops_s = 5.0 * n / max(m.vector_seconds - m.dispatch_s, 1e-9)  # the profiler counts gelu as 5 per element

@@ -75,6 +75,14 @@ def clustered(points: list[tuple[float, float]], ratio: float = 1.25) -> list[tu
     return [(math.exp(logs / n), effs / n) for _, logs, effs, n in out]
 
 
+def handoff_curve(matched: list[Point], cross: list[Point]) -> list[dict] | None:
+    """The catalog's `handoff` steps from bench.handoff_points: by bytes per call, the add's time with its input
+    written at its own thread count over its time with that input written by one thread (at most 1). None
+    without measurements."""
+    pairs = [(a.size, a.seconds / b.seconds) for a, b in zip(matched, cross, strict=True) if b.seconds > 0]
+    return _curve([(size, min(1.0, ratio)) for size, ratio in pairs]) if pairs else None
+
+
 def _curve(points: list[tuple[float, float]]) -> list[dict]:
     """Measured (size, efficiency) points as catalog steps. Each step starts half-way (geometrically) from
     the previous point, so an op takes the efficiency of the measured size nearest to its own."""
@@ -288,10 +296,12 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
             f"to the best measured rate, capped by FLOPs per byte for GEMMs with a small dimension; "
             f"convolutions by FLOPs per byte, dense, depthwise and transposed apart, with a fixed cost per call "
             f"from the dense and depthwise layers at two batches; "
-            f"an out-of-place add by bytes per call for memory-bound work; "
-            f"the common vector ops by bytes per call against their own roofline; gelu throughput for other "
-            f"vector work; and the fixed cost of an op per training phase and of a module call from timing "
-            f"tiny nets (advisor/calibration/nets)."
+            f"an out-of-place add by bytes per call for memory-bound work"
+            + ("" if m.threads == 1 or not m.handoff_matched else ", and slowed where another thread wrote its input")
+            + "; "
+            "the common vector ops by bytes per call against their own roofline; gelu throughput for other "
+            "vector work; and the fixed cost of an op per training phase and of a module call from timing "
+            "tiny nets (advisor/calibration/nets)."
             + (f" Each size-dependent figure is the median of {m.sweeps} sweeps." if m.sweeps > 1 else "")
         ),
         "matrix": copy.deepcopy(curves["fp32"]),  # a copy: YAML would otherwise write an alias
@@ -313,6 +323,9 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
             efficiency["conv_channel_block"] = block
         if m.parallel_op_s:
             efficiency["parallel_op_s"] = [f"{t:.3g}" for t in m.parallel_op_s]
+        handoff = handoff_curve(m.handoff_matched, m.handoff_cross)
+        if handoff:
+            efficiency["handoff"] = handoff
         efficiency["fused_rnn"] = ["LSTM"]  # PyTorch runs LSTMs through oneDNN on CPUs, the others per step
     else:
         efficiency["fused_rnn"] = ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"]  # cuDNN

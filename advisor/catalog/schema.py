@@ -473,6 +473,16 @@ class Efficiency(Strict):
         "channel counts on and off it: a dense convolution runs its output channels, and its input channels "
         "beyond one block, rounded up to a whole block (24 channels cost what 32 do). None: not measured",
     )
+    handoff: Curve | None = Field(
+        None,
+        description="CPUs at more than one thread: by bytes per call, the rate of an out-of-place add whose input "
+        "was just written at its own thread count (each thread reads the share it wrote, from its own core's cache, "
+        "as the memory curve and the op curves were measured) over its rate when one thread wrote it all (the other "
+        "threads' shares come modified from another core's cache), measured by advisor calibrate. In a training "
+        "step an op reads what another op wrote, split between the threads otherwise (a convolution's or GEMM's "
+        "output tiles against an elementwise op's halves), so memory-bound ops are priced at this fraction of "
+        "their measured rate. None: not measured (one thread, GPUs, datasheet entries)",
+    )
     parallel_op_s: list[Seconds] | None = Field(
         None,
         description="CPUs at more than one thread: an add on 40,000 floats (the threads' fork and join, little "

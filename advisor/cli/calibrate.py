@@ -40,6 +40,10 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         "first_touch_bandwidth": float(eff["first_touch_bandwidth"]) if eff.get("first_touch_bandwidth") else None,
         "parallel_op_s": [float(t) for t in eff.get("parallel_op_s") or []] or None,
         "conv_channel_block": eff.get("conv_channel_block"),
+        # the least share of its rate an op keeps when another core wrote its input (Efficiency.handoff)
+        "handoff_min_fraction": min((st["efficiency"] for st in eff["handoff"]), default=None)
+        if eff.get("handoff")
+        else None,
         "pool_window_s": {op: w["seconds_per_flop"] for op, w in eff.get("op_window", {}).items()} or None,
         "warnings": list(eff.get("calibration_warnings", [])),
         "source": dev["source"],
@@ -75,6 +79,8 @@ def _table(s: dict) -> None:
         low, high = min(s["parallel_op_s"]), max(s["parallel_op_s"])
         shown = units.fmt_duration(low) if low == high else f"{units.fmt_duration(low)} - {units.fmt_duration(high)}"
         t.add_row("small parallel op (threads' state)", shown)
+    if s["handoff_min_fraction"] is not None:
+        t.add_row("input from another core, worst size", f"{s['handoff_min_fraction']:.2f} of the rate")
     if s["threads"]:
         t.add_row("torch threads", str(s["threads"]))
     t.add_row("calibration time", units.fmt_duration(s["calibration_s"]))

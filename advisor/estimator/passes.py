@@ -91,6 +91,7 @@ class OpTable:
     conv: np.ndarray  # index into `curves` of the convolution curve (-1: none)
     curves: list
     memory_curve: tuple
+    handoff_curve: tuple | None  # Efficiency.handoff (None: not measured)
     bandwidth: float
     sharded: np.ndarray
     layout_free: np.ndarray  # optimizer records: evaluated at the whole model
@@ -415,6 +416,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         conv=part.conv.astype(int),
         curves=part.curves,
         memory_curve=_curve(eff.memory),
+        handoff_curve=_curve(eff.handoff) if eff.handoff else None,
         bandwidth=device.memory_bandwidth,
         sharded=rec.sharded,
         layout_free=rec.free,
@@ -519,7 +521,9 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     # memory efficiency by the bytes of a call, or for the optimizer by the whole step's (capped) traffic
     moved = np.minimum(table.step_bytes[0] + table.step_bytes[1] * micro, table.reuse)
     b_look = np.where(table.reuse > 0, np.maximum(b_call, moved), b_call)
-    t_mem = np.where(b_call > 0, b_call / (table.bandwidth * _at(table.memory_curve, b_look)), 0.0)
+    # on a many-thread CPU a step's memory-bound calls read what another op's threads wrote (roofline.handoff_factor)
+    handoff = _at(table.handoff_curve, b_look) if table.handoff_curve is not None else np.ones_like(b_look)
+    t_mem = np.where(b_call > 0, b_call / (table.bandwidth * _at(table.memory_curve, b_look) * handoff), 0.0)
     eta = np.broadcast_to(table.eta, f_call.shape).copy()
     intensity = f_call / np.where(b_call > 0, b_call, 1.0)
     # the cap by FLOPs per byte: a recurrent step's weights come from the cache, only its per-sample bytes count
@@ -545,7 +549,7 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     for k, curve in enumerate(table.curves):
         own = table.op_curve == k
         if own.any():  # a measured op: its own roofline over the efficiency measured at this size
-            eta_own = _at(curve, b_look[:, own])
+            eta_own = _at(curve, b_look[:, own]) * handoff[:, own]
             eta[:, own] = eta_own
             t_mem[:, own] = np.where(b_call[:, own] > 0, b_call[:, own] / (table.bandwidth * eta_own), 0.0)
     computes = (f_call > 0) & (table.peak > 0)

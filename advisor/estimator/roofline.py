@@ -238,6 +238,12 @@ def compute_efficiency(
     return by_size * scale
 
 
+def handoff_factor(eff: Efficiency, nbytes: float) -> float:
+    """The share of its measured rate a memory-bound call of `nbytes` keeps in a step on a many-thread CPU, where
+    its input comes from another op whose threads split the data otherwise (Efficiency.handoff; 1 without)."""
+    return Efficiency.at(eff.handoff, nbytes) if eff.handoff else 1.0
+
+
 def op_time(
     device: Device,
     eff: Efficiency,
@@ -298,6 +304,10 @@ def op_time(
             t_cmp = f_call / (peak * eta)
             if flops_cap > 0:
                 t_cmp = max(t_cmp, f_call / flops_cap)
+    handoff = handoff_factor(eff, b_look)
+    t_mem /= handoff
+    if curve:  # a measured vector op: its compute rate was measured on input from its own threads' caches too
+        t_cmp /= handoff
     t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls))
     body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0, floor_s)
     body += eff.op_setup_s.get(op, 0.0) if op else 0.0  # a library call's fixed cost, whatever its size

@@ -116,6 +116,7 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
             "gelu_s": 2e-3,
             "copy": [bench.Point(5e7, next(times))],
             "first_touch": (2e-10, True),
+            "handoff": ([], []),
         }
 
     monkeypatch.setattr(bench, "_sweep", sweep)

@@ -436,7 +436,7 @@ def run(
     for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows"):
         setattr(m, key, merged[key])
     m.skinny = kernels.layouts_mean(m.skinny_layouts)
-    m.handoff_matched, m.handoff_cross = merged.get("handoff") or ([], [])
+    m.handoff_matched, m.handoff_cross = merged["handoff"]
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     m.vector_seconds, m.vector_bytes = merged["gelu_s"], 8.0 * n
     m.vector_flops_s = 5.0 * n / max(m.vector_seconds - m.dispatch_s, 1e-9)  # the profiler counts gelu as 5 per element

@@ -23,6 +23,12 @@ efficiency figure or model decision may be fitted on; REPORT families are report
 benchmarks/results/accuracy-cpu.csv, catalog/accuracy-cpu.yaml (the error bands estimates of calibrated and
 uncalibrated CPUs carry, from the report rows) and the tables into README.md between the accuracy markers.
 Every run records the 1-minute load average beside it: timings on a busy machine are not comparable.
+
+Every full run also appends its rows to benchmarks/results/accuracy-cpu-runs.csv with the run's start, the CPU
+and an id of the estimator it ran (`estimator_id`: a digest of advisor/'s code, the catalog's figures and the
+models). One run on a shared machine is a noisy sample (with the one-thread estimate unchanged, its report median
+moved from 11 % to 7 % between two runs), so the error bands are taken over every recorded run of the same
+estimator on the same CPU, this one included; any change to the code, the figures or the models starts afresh.
 """
 
 from __future__ import annotations
@@ -44,6 +50,12 @@ sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results"
 MODELS = ROOT / "benchmarks" / "models"
 BANDS = ROOT / "catalog" / "accuracy-cpu.yaml"
+HISTORY = RESULTS / "accuracy-cpu-runs.csv"
+# what the history keeps of a row, after the run's start, the estimator's id and the CPU
+HISTORY_FIELDS = (
+    *("threads", "set", "model", "kind", "batch", "measured_s", "calibrated_s", "datasheet_s"),
+    *("calibrated_error", "datasheet_error"),
+)
 TUNING = [
     ("mlp", (64, 256)),
     ("resnet", (8, 32)),
@@ -443,6 +455,19 @@ def markdown(all_rows: list[dict], metas: list[dict], info: dict) -> str:
                     f"replayed page faults {um:.0%} and {ux:.0%}{typical}); datasheet-style median {dm:.0%}, max "
                     f"{dx:.0%} ({len(group)} runs)"
                 )
+        pool = [r for r in info.get("pooled", []) if r["threads"] == n]
+        runs = runs_of(pool)
+        if len(runs) > 1:
+            parts = []
+            for label, group in (("report", "report"), ("tuning", "tuning")):
+                rows_of = [r for r in pool if r["set"] == group]
+                if rows_of:
+                    med, worst = summary(rows_of, "calibrated_error")
+                    parts.append(f"{label} median |error| **{med:.0%}**, max **{worst:.0%}** ({len(rows_of)} rows)")
+            lines.append(
+                f"- over the {len(runs)} recorded runs of this estimator on this CPU ({', '.join(runs)}; "
+                f"benchmarks/results/accuracy-cpu-runs.csv, the error bands' basis): " + "; ".join(parts)
+            )
         if meta.get("parallel_op_us") and report:
             lines.append(state_line(report, meta["parallel_op_us"]))
         spreads = sorted(r["process_spread"] for r in rows)
@@ -454,13 +479,64 @@ def markdown(all_rows: list[dict], metas: list[dict], info: dict) -> str:
     return "\n".join(lines).rstrip()
 
 
-def bands(all_rows: list[dict]) -> dict:
+def estimator_id(root: Path = ROOT) -> str:
+    """12 hex digits of a digest over advisor/'s Python files, the catalog's YAML (the bands the benchmarks write
+    excepted) and the benchmark's model files, by relative path: equal ids estimate a calibration's rows alike.
+    How the rows are timed (this file) is not in it."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    files = [*root.glob("advisor/**/*.py"), *root.glob("catalog/**/*.yaml"), *root.glob("benchmarks/models/*.py")]
+    for path in sorted(f for f in files if not f.name.startswith("accuracy-")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def history_rows(rows: list[dict], run: str, estimator: str, cpu: str) -> list[dict]:
+    """This run's rows as the history keeps them (HISTORY_FIELDS, numbers to 6 digits)."""
+    shown = lambda v: f"{v:.6g}" if isinstance(v, float) else v  # noqa: E731
+    return [{"run": run, "estimator": estimator, "cpu": cpu, **{k: shown(r[k]) for k in HISTORY_FIELDS}} for r in rows]
+
+
+def read_history(path: Path) -> list[dict]:
+    """The recorded rows as written (strings), [] without a file."""
+    import csv
+
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def parsed(rows: list[dict]) -> list[dict]:
+    """Recorded rows with their numbers parsed, as `bands` and `markdown` read rows."""
+    floats = ("measured_s", "calibrated_s", "datasheet_s", "calibrated_error", "datasheet_error")
+    ints = ("threads", "batch")
+    return [{**r, **{k: int(r[k]) for k in ints}, **{k: float(r[k]) for k in floats}} for r in rows]
+
+
+def pooled(history: list[dict], estimator: str, cpu: str) -> list[dict]:
+    """The recorded rows of every run of `estimator` on `cpu`."""
+    return [r for r in history if r["estimator"] == estimator and r["cpu"] == cpu]
+
+
+def runs_of(rows: list[dict]) -> list[str]:
+    return sorted({r["run"] for r in rows})
+
+
+def bands(all_rows: list[dict], runs: list[str] | None = None) -> dict:
     """Error bands from the report rows: calibrated CPUs by thread count and workload kind, and the shipped
-    x86-cpu profile (datasheet-style) over all kinds."""
+    x86-cpu profile (datasheet-style) over all kinds. `all_rows` may pool several runs of one estimator (`runs`,
+    their starts), which the basis then names."""
     from advisor.estimator.bands import band_entry
     from advisor.profiler.device import cpu_name
 
     today = dt.date.today().isoformat()
+    over = ""
+    if runs and len(runs) > 1:
+        days = sorted({r[:10] for r in runs})
+        when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+        over = f" over {len(runs)} benchmark runs of this estimator ({when})"
     entries = []
     for threads in sorted({r["threads"] for r in all_rows}):
         report = [r for r in all_rows if r["threads"] == threads and r["set"] == "report"]
@@ -477,7 +553,7 @@ def bands(all_rows: list[dict]) -> dict:
                 ident = f"cpu-{'calibrated' if applies == 'calibrated-cpu' else 'datasheet'}-{kind}-{threads}t"
                 basis = (
                     f"median |error| of {len(group)} {'' if kind == 'any' else kind + ' '}training steps of "
-                    f"report-set models on {what} {cpu_name()} at {threads} thread{'s' * (threads > 1)} "
+                    f"report-set models on {what} {cpu_name()} at {threads} thread{'s' * (threads > 1)}{over} "
                     "(benchmarks/accuracy.py)"
                 )
                 # step-time errors: + where the estimate is too slow, so negated for the lean
@@ -522,6 +598,7 @@ def main() -> None:
     cases = [c for c in CASES if not only or c[1] in only]
     if args.wait_quiet:
         wait_quiet(args.wait_quiet)
+    estimator, started = estimator_id(), dt.datetime.now().isoformat(timespec="minutes")
     start = time.perf_counter()
     RESULTS.mkdir(parents=True, exist_ok=True)
     # a run that writes nothing puts its calibrations and datasheet entry in a scratch folder
@@ -534,15 +611,30 @@ def main() -> None:
         rows, meta = run_threads(n, cases, profiles, args.calibration, args.processes, out)
         all_rows += rows
         metas.append(meta)
-    info = {"date": dt.date.today().isoformat(), "wall_s": time.perf_counter() - start, "processes": args.processes}
+    from advisor.profiler.device import cpu_name
+
+    if estimator_id() != estimator:  # its rows were estimated by two versions: they pool with no other run
+        print("advisor/ or the catalog changed during the run: its rows are recorded apart", file=sys.stderr)
+        estimator = f"{estimator}-changed-{started}"
+    writing = not (args.no_write or only)
+    history = read_history(HISTORY) if writing else []
+    record = history_rows(all_rows, started, estimator, cpu_name())
+    pool = pooled(parsed([*history, *record]), estimator, cpu_name())
+    info = {
+        "date": dt.date.today().isoformat(),
+        "wall_s": time.perf_counter() - start,
+        "processes": args.processes,
+        "pooled": pool,
+    }
     text = markdown(all_rows, metas, info)
     print(text)
-    if args.no_write or only:
+    if not writing:
         return
     shown = [{k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in all_rows]
     write_csv(RESULTS / "accuracy-cpu.csv", shown, "accuracy rows")
+    write_csv(HISTORY, [*history, *record], "accuracy history")
     header = "# Generated by benchmarks/accuracy.py from its report-set rows on this project's CPU: do not edit.\n"
-    write_atomic(BANDS, header + dump_yaml(bands(all_rows)), "error bands")
+    write_atomic(BANDS, header + dump_yaml(bands(pool, runs_of(pool))), "error bands")
     write_readme(text)
 
 

@@ -110,6 +110,7 @@ def test_validate_prints_measured_predicted_and_error(tmp_path):
     assert total["error"] == pytest.approx((total["predicted_s"] - total["measured_s"]) / total["measured_s"])
     assert out["step_spread"] is not None and out["step_spread"] >= 0
     assert out["runs"] == 1 and "run_spread" not in out  # None fields are left out of JSON
+    assert not any(n.startswith("calibration: flagged") for n in out["notes"])  # a clean calibration: no note
 
 
 def test_validate_runs_fresh_processes_and_reports_their_median(tmp_path):
@@ -258,6 +259,7 @@ def test_validate_compares_the_threads_state_only_at_the_calibrated_thread_count
 
     m = fake_measurements()  # calibrated on 2 threads
     m.parallel_op_s = [1e-3]  # a probe no real CPU takes a millisecond for: any real run is in a "faster state"
+    m.warnings = ["the cost of a trivial op took 1.13 µs at the start and 2.14 µs at the end"]  # flagged
     folder = tmp_path / "advisor" / "catalog"
     folder.mkdir(parents=True)
     (folder / "local-cpu.yaml").write_text(yaml.safe_dump(build(m, {"forward": 20e-6, "backward": 25e-6})))
@@ -272,6 +274,10 @@ def test_validate_compares_the_threads_state_only_at_the_calibrated_thread_count
     out = run("2")
     assert out["calibrated_parallel_op_s"] == pytest.approx(1e-3) and len(out["parallel_op_s"]) == 2
     assert any(n.startswith("threads: ") and "a faster state than at calibration" in n for n in out["notes"])
-    out = run("1")  # another thread count: no probe, nothing compared
+    # the calibration was flagged: validate says so, with what calibrate found, at any thread count
+    flagged = "calibration: flagged when it was measured (the cost of a trivial op took 1.13 µs at the start"
+    assert sum(n.startswith(flagged) for n in out["notes"]) == 1
+    out = run("1")
+    assert sum(n.startswith(flagged) for n in out["notes"]) == 1  # another thread count: no probe, nothing compared
     assert out.get("calibrated_parallel_op_s") is None and out.get("parallel_op_s") is None  # None: left out
     assert not any(n.startswith("threads: ") for n in out["notes"])

@@ -86,6 +86,17 @@ def thread_note(probes: list[float] | None, calibrated: float | None) -> str | N
     )
 
 
+def calibration_note(warnings: list[str]) -> str | None:
+    """A note when the calibration the estimate rests on was flagged when measured (Efficiency.calibration_warnings:
+    the machine changed speed while it ran), None for a clean one."""
+    if not warnings:
+        return None
+    return (
+        f"calibration: flagged when it was measured ({'; '.join(warnings)}): the machine changed speed while it "
+        "ran, and this estimate carries that; run `advisor calibrate` again on a quieter machine"
+    )
+
+
 FAULT_NOTE_SHARE = 0.05  # page faults worth a note: 5 % of the measured step or more
 SPREAD_NOTE = 0.05  # step scatter worth a note: 5 % of the median step or more
 
@@ -284,6 +295,9 @@ def validate(
     state = thread_note(t.parallel_op_s, calibrated_probe)
     if state:
         notes.append(state)
+    flagged = calibration_note(eff.calibration_warnings)
+    if flagged:
+        notes.append(flagged)
     return Validation(
         model=prof.name,
         device=ident,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import assert_user_error, run_cli
+from conftest import ROOT, assert_user_error, run_cli
 from estimator_fixtures import toy_profile
 
 from advisor.profiler.schema import save_profile
@@ -62,6 +62,14 @@ def test_profile_of_another_schema_version(tmp_path, prof):
     old = tmp_path / "old.yaml"
     old.write_text(open(prof).read().replace("schema_version: 1", "schema_version: 0"))
     assert_user_error(run_cli("estimate", str(old), "-H", "h100"), "schema_version 0", "version 1")
+
+
+def test_a_model_file_where_a_profile_belongs_says_to_profile_it_first():
+    # a new user's first try: the model file itself, not the YAML `advisor profile` writes from it
+    model = str(ROOT / "tests/models/tiny_mlp.py")
+    assert_user_error(
+        run_cli("estimate", model, "-H", "h100"), "tiny_mlp.py: a model file, not a profile", f"advisor profile {model}"
+    )
 
 
 def test_estimate_plot_draws_the_roofline(prof, tmp_path):

@@ -327,6 +327,11 @@ def load_profile(path: str | Path) -> Profile:
     from advisor.io import read_yaml
 
     path = Path(path)
+    if path.suffix == ".py":  # a model file where a profile belongs: say what to run, not that it is bad YAML
+        raise UserError(
+            f"{path}: a model file, not a profile",
+            f"profile it first ('advisor profile {str(path)[:200]} -o profile.yaml') and pass profile.yaml",
+        )
     data = read_yaml(path, "profile")
     if not isinstance(data, dict):
         raise UserError(f"{path}: not a profile (expected a mapping at the top level)", "regenerate it")

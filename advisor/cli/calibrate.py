@@ -41,9 +41,7 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         "parallel_op_s": [float(t) for t in eff.get("parallel_op_s") or []] or None,
         "conv_channel_block": eff.get("conv_channel_block"),
         # the least share of its rate an op keeps when another core wrote its input (Efficiency.handoff)
-        "handoff_min_fraction": min((st["efficiency"] for st in eff["handoff"]), default=None)
-        if eff.get("handoff")
-        else None,
+        "handoff_min_fraction": min((st["efficiency"] for st in eff.get("handoff") or []), default=None),
         "pool_window_s": {op: w["seconds_per_flop"] for op, w in eff.get("op_window", {}).items()} or None,
         "warnings": list(eff.get("calibration_warnings", [])),
         "source": dev["source"],

@@ -77,3 +77,17 @@ def test_calibrate_times_both_cases_from_the_grain_size_up():
     sizes = [12.0 * n for n in HANDOFF_ELEMENTS[::3]]
     assert [p.size for p in matched] == [p.size for p in cross] == sizes == [393216.0, 3145728.0, 25165824.0]
     assert all(p.seconds > 0 for p in matched + cross)
+
+
+def test_calibrates_summary_shows_the_worst_share_and_none_without_a_curve(tmp_path):
+    from test_calibrate import fake_measurements
+
+    from advisor.calibration.overlay import build
+    from advisor.cli.calibrate import summary
+
+    m = fake_measurements()  # two threads
+    # 1e6 bytes 10 against 20 µs -> 0.5; 4e6 bytes 40 against 32 µs -> 1.25, capped at 1: the worst share is 0.5
+    m.handoff_matched, m.handoff_cross = [Point(1e6, 10e-6), Point(4e6, 40e-6)], [Point(1e6, 20e-6), Point(4e6, 32e-6)]
+    assert summary(build(m), tmp_path / "c.yaml", 1.0)["handoff_min_fraction"] == 0.5
+    m.handoff_matched, m.handoff_cross = [], []
+    assert summary(build(m), tmp_path / "c.yaml", 1.0)["handoff_min_fraction"] is None

@@ -227,6 +227,14 @@ def test_overlay_carries_the_new_calibrated_fields():
     assert eff.min_op_s == {"aten.mm": pytest.approx(2e-6), "aten.relu": pytest.approx(1e-6)}
     assert eff.module_overhead_s == pytest.approx(1.5e-6)
     assert eff.fused_rnn == ["LSTM"]  # PyTorch fuses only LSTMs on a CPU
+    # the cases timed through torch.ops.aten lose that path's own floor, 1.5 µs here, where one was measured:
+    # floors 3 - 1.5 and 2 - 1.5 µs; relu at 8e6 bytes 400 µs / (1001 - 1.5) µs = 0.4002; the GEMM curves, timed
+    # through torch.mm, keep the 1 µs
+    m.aten_dispatch_s = 1.5e-6
+    _, eff = models(build(m))
+    assert eff.min_op_s == {"aten.mm": pytest.approx(1.5e-6), "aten.relu": pytest.approx(0.5e-6)}
+    assert eff.op_curves["aten.relu"][-1].efficiency == pytest.approx(0.4002)
+    assert [s.efficiency for s in eff.matmul_by_intensity] == [0.1, 0.8, 1.0]
 
 
 def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeypatch):

@@ -171,12 +171,12 @@ def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
         # pay it too); only the dense ones' efficiency rises with FLOPs per byte (a depthwise layer's backward slows
         # down from 3x3 to 7x7 kernels on some CPUs)
         both = len(data) == len(small) and len(dw) == len(dw_small)
-        setup = conv_setup(data + dw, small + dw_small, m.dispatch_s) if both else 0.0
+        setup = conv_setup(data + dw, small + dw_small, m.case_dispatch_s) if both else 0.0
         if setup > 0:
             setups[op] = f"{setup:.4g}"
         for points, field, shape in ((data, key, monotone), (dw, dw_key, clustered), (tr, tr_key, clustered)):
             if points:
-                rates = [(f / b, f / max(t - m.dispatch_s - setup, 0.1 * t) / fp32) for f, b, t in points]
+                rates = [(f / b, f / max(t - m.case_dispatch_s - setup, 0.1 * t) / fp32) for f, b, t in points]
                 out[field] = _curve(shape(rates))
     if setups:
         out["op_setup_s"] = setups
@@ -187,7 +187,7 @@ def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
         # zeroed table (a fourth figure) is taken off at the memory curve's speed first
         rows = []
         for f, b, t, *table in points:
-            t = _seconds(t, m.dispatch_s)
+            t = _seconds(t, m.case_dispatch_s)
             if table and memory:
                 t = max(t - table[0] / (bandwidth * _at(memory, table[0])), 0.1 * t)
             rows.append((b, max(f / fp32, b / bandwidth) / t))
@@ -214,7 +214,7 @@ def op_windows(m: Measurements, curves: dict, fp32: float, bandwidth: float) -> 
         if beyond <= 0:
             continue
         by_curve = max(f / fp32, b / bandwidth) / _at(curves[op], b)
-        per_flop = max(0.0, (_seconds(t, m.dispatch_s) - by_curve) / beyond)
+        per_flop = max(0.0, (_seconds(t, m.case_dispatch_s) - by_curve) / beyond)
         out[op] = {"flops_per_byte": float(f"{ratio:.4g}"), "seconds_per_flop": float(f"{per_flop:.4g}")}
     return out
 
@@ -347,7 +347,7 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         if op not in SCATTERS:  # (a scatter's smallest call still zeroes its table)
             floors.setdefault(op, min(points, key=lambda p: p[1])[2])
     if floors:
-        efficiency["min_op_s"] = {op: f"{_seconds(t, m.dispatch_s):.4g}" for op, t in sorted(floors.items())}
+        efficiency["min_op_s"] = {op: f"{_seconds(t, m.case_dispatch_s):.4g}" for op, t in sorted(floors.items())}
     if m.module_overhead_s:
         efficiency["module_overhead_s"] = f"{m.module_overhead_s:.4g}"
     if m.warnings:

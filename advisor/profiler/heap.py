@@ -12,8 +12,8 @@ phase it ran in), `steady_faults` replays them through `Arena` and returns the m
 faults in and each phase's share of them.
 
 `Arena` follows glibc 2.26+ (malloc/malloc.c) for large blocks: 16-byte chunks with an 8-byte header; best-fit
-reuse of free chunks, coalesced with free neighbours; requests at or above `mmap_threshold` (128 KiB when a process
-starts) mapped on their own; freeing a mapped chunk raises the threshold to its size (up to 32 MiB on 64-bit
+reuse of free chunks, coalesced with free neighbours, then the top chunk while it has room; only a request that
+neither can hold and that is at or above `mmap_threshold` (128 KiB when a process starts) is mapped on its own; freeing a mapped chunk raises the threshold to its size (up to 32 MiB on 64-bit
 systems) and the trim threshold to twice that; a free that leaves the top chunk at or above the trim threshold and
 frees at least 64 KiB (FASTBIN_CONSOLIDATION_THRESHOLD) releases all of the top but `top_pad` (128 KiB). Not
 modelled: the per-thread caches and fast bins of small chunks, other arenas, and the allocations that are
@@ -35,6 +35,7 @@ PAGE = 4096
 KIB, MIB = 1 << 10, 1 << 20
 MMAP_THRESHOLD_MAX = 32 * MIB  # DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: 4 MiB x sizeof(long)
 CONSOLIDATION = 64 * KIB  # FASTBIN_CONSOLIDATION_THRESHOLD
+MINSIZE = 32  # the smallest chunk: the top must keep this much when a block is split off it
 DEFAULT_THRESHOLD = 128 * KIB  # DEFAULT_MMAP_THRESHOLD_MIN and DEFAULT_TRIM_THRESHOLD
 BYTES_HEADER = 33  # CPython asks malloc for n + 33 bytes for a bytes object of n (its header and trailing NUL)
 
@@ -61,14 +62,11 @@ class Arena:
         self._handles = 0
 
     def malloc(self, n: int) -> int:
-        """A handle for a new block of `n` bytes, assumed written in full (a tensor's storage)."""
-        nb = max(32, _up(n + 8, 16))
-        if nb >= self.mmap_threshold:
-            size = _up(nb + 8, PAGE)
-            self.faulted += size
-            self._handles -= 1
-            self.mapped[self._handles] = size
-            return self._handles
+        """A handle for a new block of `n` bytes, assumed written in full (a tensor's storage). As glibc's
+        _int_malloc: a free chunk that fits (the best), else the top chunk while it holds the block and MINSIZE more,
+        and only then (sysmalloc) a mapping of its own for a block at or above the mmap threshold, else a grown heap.
+        A large block therefore reuses heap memory that is free rather than being mapped afresh."""
+        nb = max(MINSIZE, _up(n + 8, 16))
         best = None
         for start, size in self.free_chunks.items():
             if size >= nb and (best is None or size < best[1] or (size == best[1] and start < best[0])):
@@ -82,7 +80,13 @@ class Arena:
             self.used[start] = size
             self._touch(start + size)
             return start
-        if self.brk - self.top < nb:
+        if self.brk - self.top < nb + MINSIZE:
+            if nb >= self.mmap_threshold:
+                size = _up(nb + 8, PAGE)
+                self.faulted += size
+                self._handles -= 1
+                self.mapped[self._handles] = size
+                return self._handles
             self.brk += _up(nb - (self.brk - self.top) + self.top_pad, PAGE)
         start, self.top = self.top, self.top + nb
         self.used[start] = nb

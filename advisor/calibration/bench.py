@@ -448,7 +448,8 @@ def run(
     m.handoff_matched, m.handoff_cross = merged["handoff"]
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     m.vector_seconds, m.vector_bytes = merged["gelu_s"], 8.0 * n
-    m.vector_flops_s = 5.0 * n / max(m.vector_seconds - m.case_dispatch_s, 1e-9)  # the profiler counts gelu as 5 per element
+    # the profiler counts gelu as 5 FLOPs an element
+    m.vector_flops_s = 5.0 * n / max(m.vector_seconds - m.case_dispatch_s, 1e-9)
     if not cuda:
         m.first_touch_s_per_byte, plausible = merged["first_touch"]
         if not plausible:

@@ -13,8 +13,9 @@ faults in and each phase's share of them.
 
 `Arena` follows glibc 2.26+ (malloc/malloc.c) for large blocks: 16-byte chunks with an 8-byte header; best-fit
 reuse of free chunks, coalesced with free neighbours, then the top chunk while it has room; only a request that
-neither can hold and that is at or above `mmap_threshold` (128 KiB when a process starts) is mapped on its own; freeing a mapped chunk raises the threshold to its size (up to 32 MiB on 64-bit
-systems) and the trim threshold to twice that; a free that leaves the top chunk at or above the trim threshold and
+neither can hold and that is at or above `mmap_threshold` (128 KiB when a process starts) is mapped on its own;
+freeing a mapped chunk raises the threshold to its size (up to 32 MiB on 64-bit systems) and the trim threshold to
+twice that; a free that leaves the top chunk at or above the trim threshold and
 frees at least 64 KiB (FASTBIN_CONSOLIDATION_THRESHOLD) releases all of the top but `top_pad` (128 KiB). Not
 modelled: the per-thread caches and fast bins of small chunks, other arenas, and the allocations that are
 not tensors (Python objects, oneDNN's scratch space), which can keep the heap's top in use and so fault less.

@@ -75,7 +75,7 @@ class Arena:
         if best is not None:
             start, size = best
             self._unlink(start)
-            if size - nb >= 32:
+            if size - nb >= MINSIZE:
                 self._link(start + nb, size - nb)
                 size = nb
             self.used[start] = size

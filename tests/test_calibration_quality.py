@@ -112,6 +112,7 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
             "floors": {},
             "ops": {},
             "windows": {},
+            "draws": {},
             "launch_s": None,
             "gelu_s": 2e-3,
             "copy": [bench.Point(5e7, next(times))],
@@ -235,6 +236,11 @@ def test_overlay_carries_the_new_calibrated_fields():
     assert eff.min_op_s == {"aten.mm": pytest.approx(1.5e-6), "aten.relu": pytest.approx(0.5e-6)}
     assert eff.op_curves["aten.relu"][-1].efficiency == pytest.approx(0.4002)
     assert [s.efficiency for s in eff.matmul_by_intensity] == [0.1, 0.8, 1.0]
+    # no draws measured: no ratios (the estimate takes 1); measured, each op's ratio to three places
+    assert eff.draw_half_ratio == {}
+    m.draws = {"aten.bernoulli_": 2.0284, "aten.native_dropout": 1.9}
+    _, eff = models(build(m))
+    assert eff.draw_half_ratio == {"aten.bernoulli_": 2.028, "aten.native_dropout": 1.9}
 
 
 def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeypatch):

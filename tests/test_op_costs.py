@@ -1148,3 +1148,70 @@ def test_the_calibration_pools_3d_volumes_as_the_profile_counts_them():
     # 3 x 3 x 3 at stride 1, padded: 4,096 outputs x 27 = 110,592; an average adds one divide an output
     wide = _counted(pool_call("cpu", "aten.avg_pool3d", 4096, WIDE_WINDOW))
     assert [(op, f) for op, f, *_ in wide] == [("aten.avg_pool3d", 4096.0 * 28)]
+
+
+def test_a_draw_costs_more_the_nearer_its_probability_is_to_one_half():
+    """A CPU's bernoulli_ branches on each draw: the curve is measured at p = 0.9 (min(p, 1 - p) = 0.1), the
+    calibrated ratio at p = 0.5 fixes the line through it."""
+    eff = with_(draw_half_ratio={"aten.bernoulli_": 2.0})
+
+    def draw(p):
+        return record("aten.bernoulli_", category="memory", nbytes=1e6, probability=p)
+
+    # q = 0.2 (dropout 0.2): 1 + (2 - 1) x (0.2 - 0.1) / (0.5 - 0.1) = 1.25; q = 0.3 either side: 1.5
+    assert kernels.draw_factor(draw(0.8), eff) == pytest.approx(1.25)
+    assert kernels.draw_factor(draw(0.3), eff) == pytest.approx(1.5)
+    assert kernels.draw_factor(draw(0.7), eff) == pytest.approx(1.5)
+    # the curve's own probability: 1; p = 1 (q = 0): 1 - 0.1 / 0.4 = 0.75
+    assert kernels.draw_factor(draw(0.9), eff) == pytest.approx(1.0)
+    assert kernels.draw_factor(draw(1.0), eff) == pytest.approx(0.75)
+    # a steep line would go below zero at q = 0 (1 - 4 x 0.25 = 0): held at DRAW_FLOOR
+    assert kernels.draw_factor(draw(1.0), with_(draw_half_ratio={"aten.bernoulli_": 5.0})) == kernels.DRAW_FLOOR
+    # unknown probability, no calibrated ratio, another op: 1
+    assert kernels.draw_factor(draw(None), eff) == 1.0
+    assert kernels.draw_factor(draw(0.5), EFF) == 1.0
+    assert kernels.draw_factor(record("aten.mul", category="memory", nbytes=1e6, probability=0.5), eff) == 1.0
+    # the op's curve sets its time: 1e6 B at 1e10 B/s is 100 µs, over efficiency 0.1: 1 ms (+ 10 µs overhead);
+    # at p = 0.5 the curve's time doubles: 2 ms + 10 µs; at 0.8, 1.25 ms + 10 µs
+    eff = with_(
+        draw_half_ratio={"aten.bernoulli_": 2.0}, op_curves={"aten.bernoulli_": [{"min_size": 0, "efficiency": 0.1}]}
+    )
+    seconds = [profile_op_time(draw(p), CPU, eff, "fp32", "fp32", 1).seconds for p in (0.9, 0.5, 0.8)]
+    assert seconds == pytest.approx([1.01e-3, 2.01e-3, 1.26e-3])
+
+
+def test_a_profile_records_each_draws_probability_and_the_op_table_scales_it(tmp_path):
+    """Dropout's keep probability reaches the profile: on a CPU as bernoulli_'s p (including 0.5, which the
+    dispatcher passes as the argument's default, left out), on meta as one less native_dropout's p."""
+    from advisor.profiler.profile import profile_model
+
+    model = tmp_path / "drops.py"
+    model.write_text(
+        "import torch\nfrom torch import nn\n\n\n"
+        "def build_model():\n"
+        "    return nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.3), nn.Linear(8, 8), nn.Dropout(0.5))\n\n\n"
+        "def example_batch(batch_size):\n    return torch.randn(batch_size, 8)\n\n\n"
+        "def training_step(model, batch):\n    return model(batch).sum()\n"
+    )
+    cpu = profile_model(model, batch_size=2, device="cpu", repeats=0, faults=False)
+    # (repeated layers' module paths are written '*': the probability tells the two apart)
+    assert sorted(o.probability for o in cpu.ops if o.op == "aten.bernoulli_") == [0.5, pytest.approx(0.7)]
+    meta = profile_model(model, batch_size=2, device="meta")
+    assert sorted(o.probability for o in meta.ops if o.op == "aten.native_dropout") == [0.5, pytest.approx(0.7)]
+    curve = [{"min_size": 0, "efficiency": 0.1}]
+    eff = with_(
+        draw_half_ratio={"aten.bernoulli_": 2.0, "aten.native_dropout": 3.0},
+        op_curves={"aten.bernoulli_": curve, "aten.native_dropout": curve},
+    )
+    for prof in (cpu, meta):
+        got, want, _ = table_and_scalar(prof, eff)
+        assert got == pytest.approx(want, rel=1e-9)
+    # the vectorized table against the scalar reference above; and against the draws' hand-derived factors:
+    # the second dropout (p = 0.5) costs its curve's time x 3 on meta, the first x (1 + 2 x 0.2 / 0.4) = 2
+    no_ratio = with_(op_curves=eff.op_curves)
+    base, _, _ = table_and_scalar(meta, no_ratio)
+    got, _, _ = table_and_scalar(meta, eff)
+    rows = {round(o.probability, 6): i for i, o in enumerate(meta.ops) if o.op == "aten.native_dropout"}
+    overhead = 10e-6  # one call each
+    assert got[rows[0.5]] - overhead == pytest.approx(3.0 * (base[rows[0.5]] - overhead))
+    assert got[rows[0.7]] - overhead == pytest.approx(2.0 * (base[rows[0.7]] - overhead))

@@ -80,6 +80,7 @@ class Measurements:
     blocks: list[tuple[int, int, float]] = field(default_factory=list)  # CPUs: kernels.block_points
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
     windows: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # pooling op -> (F, B, s): ops.windows
+    draws: dict[str, float] = field(default_factory=dict)  # draw op -> time at p = 0.5 over its curve's (ops.py)
     floors: dict[str, float] = field(default_factory=dict)  # aten op -> seconds of its smallest call
     launch_s: float | None = None  # GPUs: device time per tiny kernel run back to back (a CUDA graph)
     host_op_s: float | None = None  # GPUs: the host's time to issue one eager op (fitted on the tiny nets)
@@ -352,6 +353,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "gelu_s": gelu_s,
         "ops": ops.measure(device, quick_clock, quick, tick),
         "windows": ops.windows(device, quick_clock),
+        "draws": ops.draw_ratios(device, quick_clock),
         "first_touch": touch,
         "handoff": handoff,
     }
@@ -442,7 +444,7 @@ def run(
     merged = median_of(results)
     merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")
     merged_keys += DEPTHWISE_KEYS + TRANSPOSED_KEYS
-    for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows"):
+    for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows", "draws"):
         setattr(m, key, merged[key])
     m.skinny = kernels.layouts_mean(m.skinny_layouts)
     m.handoff_matched, m.handoff_cross = merged["handoff"]

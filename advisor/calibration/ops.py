@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from advisor.calibration.bench import Clock, alternate
+from advisor.estimator.kernels import DRAW_CURVE_Q
 from advisor.vocab import EMBEDDING_GRADS
 
 # activation elements per call: 1 KiB .. 8 MiB of fp32. Two alternating input sets of the largest size no longer
@@ -47,6 +48,7 @@ POOLS = (
 )
 REFERENCE_WINDOW, WIDE_WINDOW = (2, 2, 0), (3, 1, 1)  # (kernel, stride, padding) per spatial dimension
 WINDOW_SIZE = 1 << 16  # activation elements of the wide-window call
+DRAW_ELEMENTS = 1 << 17  # a draw at two probabilities: 0.5 ms to 1.5 ms a call on the development VM's CPUs
 
 
 def nchw(n: int) -> tuple[int, int, int, int]:
@@ -233,11 +235,11 @@ def _cases(device: str) -> list[tuple[str, Callable[[int], Callable[[], object]]
             lambda n: lambda a=bag(n): A._embedding_bag(a[0], a[1], a[2], False, 0, False, None, False, -1),
         ),
         ("aten._embedding_bag_backward", bag_bwd),
-        ("aten.native_dropout", lambda n: lambda t=x(n): A.native_dropout(t, 0.1, True)),
+        ("aten.native_dropout", lambda n: lambda t=x(n): A.native_dropout(t, DRAW_CURVE_Q, True)),
         ("aten.native_dropout_backward", dropout_bwd),
         # dropout on a CPU: a mask drawn in place (then div_ and mul); the draw runs on one thread whatever torch's
         # count (the development VM's Xeon: 20 draws of a seq2seq step, 12.0 ms at one thread, 11.7 at two)
-        ("aten.bernoulli_", lambda n: lambda t=x(n): t.bernoulli_(0.9)),
+        ("aten.bernoulli_", lambda n: lambda t=x(n): t.bernoulli_(1.0 - DRAW_CURVE_Q)),
         ("aten.sum", lambda n: lambda t=x(max(1, n // WIDTH), WIDTH): A.sum.dim_IntList(t, [0])),
         ("aten.mul", lambda n: lambda a=flat(n): A.mul.Tensor(*a)),
         ("aten.cat", lambda n: lambda a=flat(n // 2): A.cat([a[0].view(-1, 64), a[1].view(-1, 64)], 1)),
@@ -251,6 +253,25 @@ def _cases(device: str) -> list[tuple[str, Callable[[int], Callable[[], object]]
         ("aten.addcdiv_", inplace(lambda a, b, c: a.addcdiv_(b, c, value=-1e-12))),
         ("aten.lerp_", inplace(lambda a, b, c: a.lerp_(b, 0.1))),
     ]
+
+
+def draw_ratios(device: str, clock: Clock) -> dict[str, float]:
+    """{draw op: seconds of a call at probability 0.5 over seconds at its curve's} on DRAW_ELEMENTS floats
+    (`Efficiency.draw_half_ratio`): a CPU's draw kernels branch on each draw (`kernels.draw_factor`)."""
+    import torch
+
+    A = torch.ops.aten
+    t = torch.randn(DRAW_ELEMENTS, device=device)
+    calls = {
+        "aten.bernoulli_": lambda p: lambda: t.bernoulli_(p),
+        "aten.native_dropout": lambda p: lambda: A.native_dropout(t, 1.0 - p, True),
+    }
+    out = {}
+    for name, call in calls.items():
+        even = clock(call(0.5), f"{name} at p = 0.5")
+        usual = clock(call(1.0 - DRAW_CURVE_Q), f"{name} at p = {1.0 - DRAW_CURVE_Q:g}")
+        out[name] = even / max(usual, 1e-12)
+    return out
 
 
 def windows(device: str, clock: Clock) -> dict[str, tuple[float, float, float]]:

@@ -314,6 +314,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         "matrix_by_dtype": curves,
         **_efficiencies(m, fp32, bandwidth),
     }
+    if m.draws:
+        efficiency["draw_half_ratio"] = {op: round(ratio, 3) for op, ratio in m.draws.items()}
     if cpu:
         efficiency["calibration_threads"] = m.threads
         if m.first_touch_s_per_byte > 0:

@@ -375,6 +375,14 @@ class Efficiency(Strict):
         description="least time of one call of these aten ops beyond the per-op overhead: a library call "
         "(a GEMM, a convolution) has a setup cost that no efficiency at its size describes",
     )
+    draw_half_ratio: dict[str, Annotated[float, Field(gt=0.0, le=100.0)]] = Field(
+        {},
+        description="random draws (aten.bernoulli_, aten.native_dropout): the time of one call drawing with "
+        "probability 0.5 over the time at the probability its op curve was measured at (a 1 with probability 0.9, "
+        "kernels.DRAW_CURVE_Q); a CPU kernel that branches on each draw mispredicts in proportion to min(p, 1 - p), "
+        "so the estimate scales the op's curve linearly in it (kernels.draw_factor). Measured by calibrate; "
+        "missing: taken as 1",
+    )
     op_setup_s: dict[str, Duration] = Field(
         {},
         description="time every call of these aten ops adds to the time its efficiency gives, whatever its size: "

@@ -101,6 +101,7 @@ class OpTable:
     scale: np.ndarray  # of the size curve (convolutions without an intensity curve)
     size_scale: np.ndarray  # FLOPs multiplier of the size-curve lookup (roofline.size_factor)
     op_curve: np.ndarray  # index into `curves` of the op's own measured curve by bytes per call (-1: none)
+    curve_scale: np.ndarray  # multiplies the time the op's own curve gives (kernels.draw_factor), 1: none
     min_s: np.ndarray  # least body time of one call
     setup_s: np.ndarray  # time every call adds to its body (Efficiency.op_setup_s)
     window: np.ndarray  # N × 2: a pooling op's (FLOPs per byte of its curve, seconds per FLOP beyond), 0: none
@@ -234,6 +235,7 @@ class _EffPart:
     cap: np.ndarray
     scale: np.ndarray
     op_curve: np.ndarray
+    curve_scale: np.ndarray
     min_s: np.ndarray
     setup_s: np.ndarray
     window: np.ndarray
@@ -314,6 +316,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     blocks = np.zeros((n, 4))  # kernels.channel_blocks: spatial elements, channels, bytes per element, rate
     gather = np.zeros((n, 2))
     copies = np.zeros(n)
+    curve_scale = np.ones(n)
     norms = eff.batch_norm_nchw if eff.batch_norm_nchw is not None and not kernels.channels_last(profile) else None
     host_calls = np.array([float(profile.ops[r[0]].count) for r in rec.rows])
     batch = profile.batch_size
@@ -323,6 +326,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
         if name != op.op:
             continue  # an fp8 cast row: plain memory traffic
         scale_b = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0  # the record's bytes in `dtype`
+        curve_scale[j] = kernels.draw_factor(op, eff)
         if norms is not None:
             blocks[j] = kernels.channel_blocks(op, norms, dtype) or (0, 0, 0, 0)
         per_byte = kernels.gather_blocks_per_byte(op, eff.row_gather, dtype) * scale_b
@@ -353,7 +357,8 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     values[:, 2] -= s_fix
     values[:, 3] -= s_per
     return _EffPart(
-        units, eta, curve, conv, overhead, cap, scale, op_curve, min_s, setup_s, window, curves, live, reuse, hot,
+        units, eta, curve, conv, overhead, cap, scale, op_curve, curve_scale, min_s, setup_s, window, curves, live,
+        reuse, hot,
         values,
         s_fix, s_per, sort_idx, sort_max, transpose, pad, f_profile, wave, unaligned, blocks, gather, copies,
         host_calls, fused,
@@ -426,6 +431,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         scale=part.scale,
         size_scale=size_scale,
         op_curve=part.op_curve.astype(int),
+        curve_scale=part.curve_scale,
         min_s=part.min_s,
         setup_s=part.setup_s,
         window=part.window,
@@ -549,7 +555,7 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     for k, curve in enumerate(table.curves):
         own = table.op_curve == k
         if own.any():  # a measured op: its own roofline over the efficiency measured at this size
-            eta_own = _at(curve, b_look[:, own]) * handoff[:, own]
+            eta_own = _at(curve, b_look[:, own]) * handoff[:, own] / table.curve_scale[own]
             eta[:, own] = eta_own
             t_mem[:, own] = np.where(b_call[:, own] > 0, b_call[:, own] / (table.bandwidth * eta_own), 0.0)
     computes = (f_call > 0) & (table.peak > 0)

@@ -263,6 +263,7 @@ def op_time(
     flops_cap: float = 0.0,
     floor_s: float = 0.0,
     variant: str | None = None,
+    curve_scale: float = 1.0,
 ) -> OpTime:
     """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`.
 
@@ -276,7 +277,9 @@ def op_time(
     from the cache (a recurrent layer's weights, see `profile_op_time`); `flops_cap` (FLOP/s, 0: none) bounds
     the compute rate of a GEMM the library runs on its slow unaligned kernels (`kernels.gemm_unaligned`); `floor_s`
     is the least one call takes on the kernels the library picks for its shapes (`kernels.channel_block_s`);
-    `variant` the op's kernel variant (`kernels.kernel_variant`: a matmul's GEMM layout, a depthwise convolution)."""
+    `variant` the op's kernel variant (`kernels.kernel_variant`: a matmul's GEMM layout, a depthwise convolution);
+    `curve_scale` multiplies the time an op's own curve gives (`kernels.draw_factor`: a draw at another probability
+    than its curve's)."""
     calls = max(count, 1.0)
     f_call, b_call = flops / calls, nbytes / calls
     b_look = max(b_call, reuse_bytes)
@@ -286,7 +289,7 @@ def op_time(
         # a measured op: its own roofline at the device's peaks, over the efficiency measured at this size
         peak, unit = peak_for(device, dtype, "vector")
         unit = unit if f_call > 0 and category != "memory" else "memory"
-        eta = Efficiency.at(curve, b_look)
+        eta = Efficiency.at(curve, b_look) / curve_scale
         t_cmp = f_call / (peak * eta) if f_call > 0 and category != "memory" else 0.0
         t_mem = b_call / (device.memory_bandwidth * eta) if b_call > 0 else 0.0
     else:
@@ -394,6 +397,9 @@ def profile_op_time(
     variant = kernels.kernel_variant(op, eff)
     if variant:
         extra["variant"] = variant
+    draw = kernels.draw_factor(op, eff)
+    if draw != 1.0:
+        extra["curve_scale"] = draw
     t = op_time(
         device, eff, flops, nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op, reuse_bytes=reuse, **extra
     )

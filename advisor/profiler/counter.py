@@ -67,6 +67,13 @@ ALLOCATIONS = {"aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_
 # Ops whose saved output, when its last two dimensions are equal, is an attention score matrix (probabilities
 # and their dropout mask): what selective recomputation of the attention core does not keep.
 SCORE_OPS = {"aten._softmax", "aten.softmax", "aten._safe_softmax", "aten.native_dropout", "aten._masked_softmax"}
+# Random draws whose cost on a CPU depends on their probability (OpRecord.probability), by how the probability of
+# drawing a 1 comes from the call: bernoulli_'s p (a float; a tensor of probabilities is not recorded), and one
+# less dropout's p for native_dropout (the probability of keeping an element).
+DRAWS = {
+    "aten.bernoulli_": lambda c: float(p) if isinstance(p := c.given("p"), (int, float)) else None,
+    "aten.native_dropout": lambda c: 1.0 - float(p) if isinstance(p := c.given("p"), (int, float)) else None,
+}
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -353,7 +360,10 @@ class Counter(TorchDispatchMode):
             layout = "strided" if isinstance(x, torch.Tensor) and not x.is_contiguous() else ""
         # a transposed convolution runs other kernels than a plain one of its FLOPs (oneDNN: a backward-data pass)
         transposed = info.name in LAYOUT_OPS and bool(Call(func, args, kwargs, out).arg("transposed", False))
-        key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout, transposed)
+        draw = DRAWS.get(info.name)
+        probability = draw(Call(func, args, kwargs, out)) if draw else None
+        key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout, transposed,
+               probability)  # fmt: skip
         index = self.keys.get(key)
         if index is None:
             index = self.keys[key] = len(self.keys)

@@ -39,7 +39,7 @@ NEG_TOLERANCE = 0.01  # a fixed part below -1 % of the value at the first batch 
 
 def _signature(r: StepResult) -> list[tuple]:
     """Per call, what must agree between the two runs: op, dtype, phase, module, category."""
-    return [(k[0], k[2], k[3], k[4], k[5], k[7], k[8]) for k in (r.keys[c[0]] for c in r.calls)]
+    return [(k[0], k[2], k[3], k[4], k[5], k[7], k[8], k[9]) for k in (r.keys[c[0]] for c in r.calls)]
 
 
 def _shapes(shapes: tuple) -> str:
@@ -52,10 +52,11 @@ def _shapes(shapes: tuple) -> str:
 
 
 def _record(key: tuple, count: int, lin: dict[str, Linear]) -> OpRecord:
-    name, shapes, dtype, phase, module, category, uncounted, layout, transposed = key
+    name, shapes, dtype, phase, module, category, uncounted, layout, transposed, probability = key
     return OpRecord(
         layout=layout or None,
         transposed=transposed or None,
+        probability=probability,
         op=name,
         phase=phase,
         category=category,

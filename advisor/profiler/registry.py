@@ -32,6 +32,15 @@ class Call:
                 return self.args[i]
         return default
 
+    def given(self, name: str) -> Any:
+        """The argument the op ran with: as passed, else the schema's default (the dispatcher leaves out trailing
+        arguments equal to their defaults: bernoulli_(0.5) arrives as bernoulli_(x)); None where neither is."""
+        value = self.arg(name)
+        if value is None:
+            arguments = {a.name: a for a in self.func._schema.arguments}
+            value = arguments[name].default_value if name in arguments else None
+        return value
+
 
 _NAMES: dict[Any, list[str]] = {}
 

@@ -100,6 +100,14 @@ class OpRecord(Strict):
     transposed: bool | None = Field(
         None, description="true for a transposed convolution (ConvTranspose), whose weight is [C_in, C_out/groups, *k]"
     )
+    probability: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="a random draw's (aten.bernoulli_, aten.native_dropout) probability of a 1 (dropout's keep "
+        "probability): a CPU kernel that branches on each draw pays more the nearer it is to one half; None for "
+        "other ops and for draws with per-element probabilities",
+    )
 
 
 class RnnCall(Strict):

@@ -10,7 +10,7 @@ import yaml
 from test_calibrate import fake_measurements
 
 from advisor.calibration import quality, session
-from advisor.calibration.bench import Measurements
+from advisor.calibration.bench import Measurements, Point
 from advisor.calibration.fit import nonnegative_fit
 from advisor.calibration.overlay import build, monotone
 
@@ -113,6 +113,7 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
             "ops": {},
             "windows": {},
             "draws": {},
+            "optimizer_cold": [],
             "launch_s": None,
             "gelu_s": 2e-3,
             "copy": [bench.Point(5e7, next(times))],
@@ -236,11 +237,27 @@ def test_overlay_carries_the_new_calibrated_fields():
     assert eff.min_op_s == {"aten.mm": pytest.approx(1.5e-6), "aten.relu": pytest.approx(0.5e-6)}
     assert eff.op_curves["aten.relu"][-1].efficiency == pytest.approx(0.4002)
     assert [s.efficiency for s in eff.matmul_by_intensity] == [0.1, 0.8, 1.0]
+    # the optimizer's cost per step: the warm figure (50 µs) plus the cold start after each size (10 and 500 µs)
+    assert eff.optimizer_step == []
+    m.optimizer_cold, m.optimizer_step_s = [Point(8e5, 1e-5), Point(2e8, 5e-4)], 5e-5
+    _, eff = models(build(m))
+    assert [(p.step_bytes, p.seconds) for p in eff.optimizer_step] == [(8e5, pytest.approx(6e-5)), (2e8, 5.5e-4)]
     # no draws measured: no ratios (the estimate takes 1); measured, each op's ratio to three places
     assert eff.draw_half_ratio == {}
     m.draws = {"aten.bernoulli_": 2.0284, "aten.native_dropout": 1.9}
     _, eff = models(build(m))
     assert eff.draw_half_ratio == {"aten.bernoulli_": 2.028, "aten.native_dropout": 1.9}
+
+
+def test_the_optimizers_costs_per_op_and_per_step_come_apart():
+    from advisor.calibration.fit import split_costs
+
+    # AdamW over 16 and 64 tensors: 500 and 1,700 µs, 160 and 640 ops doing 60 and 240 µs of work. Per op:
+    # (1,700 - 500 - (240 - 60)) / 480 = 2.125 µs; per step: 500 - 60 - 160 x 2.125 = 100 µs
+    per_op, per_step = split_costs([500e-6, 1700e-6], [160, 640], [60e-6, 240e-6], 1e-6)
+    assert (per_op, per_step) == (pytest.approx(2.125e-6), pytest.approx(100e-6))
+    # a difference below a dispatch a call is noise: held at the dispatch (3 µs), and the step at 0 at least
+    assert split_costs([500e-6, 600e-6], [160, 640], [60e-6, 240e-6], 3e-6) == (3e-6, 0.0)
 
 
 def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeypatch):
@@ -294,9 +311,9 @@ def test_a_cpu_retry_waits_for_the_load_average_to_settle(monkeypatch):
 
 
 def test_the_kernels_and_the_tiny_nets_are_timed_on_a_held_heap(monkeypatch):
-    """_calibrate_once enters bench.held_heap once, around both bench.run and fit.fit_overheads (the tiny nets' steps
-    less their ops' work are the fixed costs: page faults there would land in them), and leaves it before the
-    overlay is built."""
+    """_calibrate_once enters bench.held_heap once, around bench.run, fit.fit_overheads and, on a CPU,
+    fit.optimizer_overheads (the tiny nets' steps less their ops' work are the fixed costs: page faults there would
+    land in them), and leaves it before the overlay is built."""
     import contextlib
 
     from advisor.calibration import bench, fit
@@ -317,8 +334,15 @@ def test_the_kernels_and_the_tiny_nets_are_timed_on_a_held_heap(monkeypatch):
         seen.append(("nets", state["held"]))
         return {"forward": 1e-6, "backward": 1e-6, "optimizer": 1e-6}, None, []
 
+    def optimizer(data, device, threads, dispatch_s):
+        seen.append(("optimizer", state["held"]))
+        return 2e-6, 5e-5
+
     monkeypatch.setattr(bench, "held_heap", held)
     monkeypatch.setattr(bench, "run", run)
     monkeypatch.setattr(fit, "fit_overheads", overheads)
-    session._calibrate_once("cpu", quick=False, tick=lambda s: None)
-    assert seen == [("run", True), ("nets", True)] and not state["held"]
+    monkeypatch.setattr(fit, "optimizer_overheads", optimizer)
+    data, m = session._calibrate_once("cpu", quick=False, tick=lambda s: None)
+    assert seen == [("run", True), ("nets", True), ("optimizer", True)] and not state["held"]
+    # the optimizer's own figures replace the tiny nets' per-op cost and give its cost per step
+    assert m.phase_overhead_s == {"forward": 1e-6, "backward": 1e-6, "optimizer": 2e-6} and m.optimizer_step_s == 5e-5

@@ -1215,3 +1215,37 @@ def test_a_profile_records_each_draws_probability_and_the_op_table_scales_it(tmp
     overhead = 10e-6  # one call each
     assert got[rows[0.5]] - overhead == pytest.approx(3.0 * (base[rows[0.5]] - overhead))
     assert got[rows[0.7]] - overhead == pytest.approx(2.0 * (base[rows[0.7]] - overhead))
+
+
+def test_the_optimizer_phase_pays_its_fixed_cost_per_step_by_the_steps_bytes():
+    """Efficiency.optimizer_step: once per step, log-linear in the step's bytes between the points, the end points'
+    values beyond; the op table adds it to the optimizer phase of a CPU's estimate (not a GPU's)."""
+    from estimator_fixtures import toy_profile
+
+    from advisor import api
+    from advisor.catalog.schema import Catalog
+    from advisor.estimator.roofline import optimizer_step_s
+
+    points = [{"step_bytes": 1e6, "seconds": 1e-4}, {"step_bytes": 1e8, "seconds": 5e-4}]
+    eff = with_(optimizer_step=points)
+    # 1e7 bytes is halfway between 1e6 and 1e8 in log: 1e-4 + 0.5 x 4e-4 = 3e-4; 1e5 and 1e9: the end points
+    assert optimizer_step_s(eff, 1e7) == pytest.approx(3e-4)
+    assert optimizer_step_s(eff, 1e5) == pytest.approx(1e-4)
+    assert optimizer_step_s(eff, 1e9) == pytest.approx(5e-4)
+    assert optimizer_step_s(EFF, 1e7) == 0.0
+    with pytest.raises(ValueError, match="increasing step_bytes"):
+        with_(optimizer_step=points[::-1])
+    # in an estimate: the toy profile's step moves prof.bytes(8) bytes; its optimizer phase grows by exactly the
+    # figure at that size on the CPU, and not at all on a GPU of the same efficiency family
+    prof = toy_profile()
+    moved = prof.bytes(8)
+    phases = {}
+    for kind in ("cpu", "gpu"):
+        gpu = {"kind": "gpu", "software_stack": "cuda", "memory_bytes": 1e11, "cores": None, "threads_per_core": None}
+        device = Device.model_validate({**CPU.model_dump(), **gpu}) if kind == "gpu" else CPU
+        for name, family in (("without", EFF), ("with", eff)):
+            cat = Catalog(devices={device.id: device}, efficiency={"toy": family}, instances={})
+            est = api.estimate(prof, device.id, precision="fp32", micro_batch=8, global_batch=8, cat=cat)
+            phases[kind, name] = est.phases["optimizer"].seconds
+    assert phases["cpu", "with"] - phases["cpu", "without"] == pytest.approx(optimizer_step_s(eff, moved))
+    assert phases["gpu", "with"] == pytest.approx(phases["gpu", "without"])

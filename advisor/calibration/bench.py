@@ -85,6 +85,8 @@ class Measurements:
     launch_s: float | None = None  # GPUs: device time per tiny kernel run back to back (a CUDA graph)
     host_op_s: float | None = None  # GPUs: the host's time to issue one eager op (fitted on the tiny nets)
     first_touch_s_per_byte: float = 0.0  # CPUs: the OS's cost of a fresh page, per byte (0: not measured)
+    optimizer_cold: list[Point] = field(default_factory=list)  # CPUs: fit.optimizer_cold
+    optimizer_step_s: float = 0.0  # CPUs: the optimizer's warm cost per step (fit.optimizer_overheads)
     parallel_op_s: list[float] = field(default_factory=list)  # CPUs, >1 thread: profile.parallel_op_s probes
     # CPUs, >1 thread: an add by bytes moved whose input was just written at the same thread count, and by one thread
     handoff_matched: list[Point] = field(default_factory=list)
@@ -325,6 +327,12 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
 
         tick("fresh pages")
         touch = plausible_first_touch(first_touch_s_per_byte, copy)
+    cold = []
+    if not cuda:
+        from advisor.calibration.fit import optimizer_cold
+
+        tick("the optimizer after a full cache")
+        cold = optimizer_cold(clock.threads, quick)
     handoff = ([], [])
     if not cuda and clock.threads > 1:
         tick("handoff between threads")
@@ -354,6 +362,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "ops": ops.measure(device, quick_clock, quick, tick),
         "windows": ops.windows(device, quick_clock),
         "draws": ops.draw_ratios(device, quick_clock),
+        "optimizer_cold": cold,
         "first_touch": touch,
         "handoff": handoff,
     }
@@ -444,7 +453,7 @@ def run(
     merged = median_of(results)
     merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")
     merged_keys += DEPTHWISE_KEYS + TRANSPOSED_KEYS
-    for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows", "draws"):
+    for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows", "draws", "optimizer_cold"):
         setattr(m, key, merged[key])
     m.skinny = kernels.layouts_mean(m.skinny_layouts)
     m.handoff_matched, m.handoff_cross = merged["handoff"]

@@ -111,6 +111,99 @@ def fit_overheads(
     return per_op, (module or None), seen
 
 
+# The optimizer's cold start (part of Efficiency.optimizer_step): AdamW over COLD_PARAMS tensors of COLD_SIZE
+# floats, after an add over three tensors of each of COLD_ELEMENTS floats. On the development VM's EPYC at one thread
+# the penalty was 6 µs after 0.8 MB, 50 µs after 12.6 MB, 126 µs after 50 MB and 470-525 µs after 100-200 MB (its
+# last-level cache is 32 MB), and in training steps 0.43-0.55 ms (a NiN-style CNN with SGD, a 3D CNN, a ResNet and
+# a tabular net with AdamW: their optimizer step right after the backward pass against the same step run once more).
+COLD_ELEMENTS = (1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 23, 1 << 24)
+COLD_PARAMS, COLD_SIZE, COLD_ROUNDS = 16, 4096, 15
+STEP_TENSORS, STEP_SIZE, STEP_ROUNDS = (16, 64), 16, 30
+
+
+def optimizer_cold(threads: int, quick: bool = False) -> list:
+    """[bench.Point(bytes an add moved, seconds)]: how much longer AdamW's step takes right after the add than
+    straight after another step, the median over COLD_ROUNDS pairs (the process clock at one thread, else the wall
+    clock), for each size of COLD_ELEMENTS (every other with `quick`)."""
+    import torch
+
+    from advisor.calibration.bench import Point
+
+    clock = time.process_time if threads == 1 else time.perf_counter
+    opt = _adamw(COLD_PARAMS, COLD_SIZE)
+    out = []
+    for n in COLD_ELEMENTS[::2] if quick else COLD_ELEMENTS:
+        a, b, c = torch.randn(n), torch.randn(n), torch.empty(n)
+        extra = []
+        for _ in range(COLD_ROUNDS):
+            torch.add(a, b, out=c)
+            t0 = clock()
+            opt.step()
+            t1 = clock()
+            opt.step()
+            extra.append((t1 - t0) - (clock() - t1))
+        out.append(Point(12.0 * n, max(0.0, statistics.median(extra))))
+    return out
+
+
+def _adamw(tensors: int, size: int):
+    """An AdamW over `tensors` parameters of `size` floats with gradients, three steps in (its state made)."""
+    import torch
+
+    params = [torch.nn.Parameter(torch.randn(size)) for _ in range(tensors)]
+    for p in params:
+        p.grad = torch.randn(size)
+    opt = torch.optim.AdamW(params)
+    for _ in range(3):
+        opt.step()
+    return opt
+
+
+def optimizer_overheads(data: dict, device: str, threads: int, dispatch_s: float) -> tuple[float, float]:
+    """(fixed cost per op of the optimizer phase, per step) on a CPU, measured directly: AdamW's warm step over
+    STEP_TENSORS[1] and over STEP_TENSORS[0] tensors of STEP_SIZE floats, alternating, the median of STEP_ROUNDS
+    each (the process clock at one thread, else the wall clock); the difference less its ops' work (their curves
+    and floors in the overlay `data`) over the difference in ops is the cost per op, and the smaller step less its
+    ops is the cost per step. The tiny nets' optimizer phases cannot tell the two apart (their steps start after
+    backward passes that leave the caches warm, and a per-step cost spreads over their few ops: fitted through
+    them the cost per op came out 3.7 µs on the development VM's EPYC, measured here 1.6-2.0 µs)."""
+
+    from advisor.calibration.ops import _counted
+    from advisor.calibration.overlay import models
+    from advisor.estimator.roofline import op_time
+    from advisor.profiler.registry import lookup
+
+    dev, eff = models(data)
+    eff = eff.model_copy(update={"op_overhead_s": 1e-9, "phase_overhead_s": {}, "module_overhead_s": None})
+    clock = time.process_time if threads == 1 else time.perf_counter
+    opts = [_adamw(n, STEP_SIZE) for n in STEP_TENSORS]
+    times: list[list[float]] = [[], []]
+    for _ in range(STEP_ROUNDS):
+        for i, opt in enumerate(opts):
+            t0 = clock()
+            opt.step()
+            times[i].append(clock() - t0)
+    ops, work = [], []
+    for opt in opts:
+        calls = _counted(opt.step)
+        ops.append(len(calls))
+        work.append(
+            sum(
+                op_time(dev, eff, f, b, 1, (e.category if (e := lookup(name)) else "memory"), "fp32",
+                        phase="optimizer", op=name).seconds - 1e-9
+                for name, f, b, _ in calls
+            )
+        )  # fmt: skip
+    return split_costs([statistics.median(t) for t in times], ops, work, dispatch_s)
+
+
+def split_costs(seconds: list[float], ops: list[int], work: list[float], dispatch_s: float) -> tuple[float, float]:
+    """(cost per op, per step) from two steps' `seconds`, their `ops` and their ops' `work`: the difference beyond
+    the work, over the difference in ops (at least a dispatch); the first step less its work and ops (at least 0)."""
+    per_op = max(dispatch_s, (seconds[1] - seconds[0] - (work[1] - work[0])) / max(ops[1] - ops[0], 1))
+    return per_op, max(0.0, seconds[0] - work[0] - per_op * ops[0])
+
+
 def host_per_op(seen: list[dict], dispatch_s: float) -> float:
     """A GPU's host time per eager op, all phases together: the tiny nets' steps are the host issuing their ops
     (their kernels take less), so the time their work does not explain, over their ops (the forward pass's

@@ -320,6 +320,11 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         efficiency["calibration_threads"] = m.threads
         if m.first_touch_s_per_byte > 0:
             efficiency["first_touch_bandwidth"] = f"{1.0 / m.first_touch_s_per_byte:.4g}"
+        if m.optimizer_cold:  # the cost per step, warm, plus the cold start by the bytes before it
+            efficiency["optimizer_step"] = [
+                {"step_bytes": round(p.size), "seconds": f"{m.optimizer_step_s + p.seconds:.3g}"}
+                for p in m.optimizer_cold
+            ]
         block = channel_block(m.blocks)
         if block:
             efficiency["conv_channel_block"] = block

@@ -85,6 +85,11 @@ def _calibrate_once(
             per_op, module, seen = fit.fit_overheads(
                 overlay.build(m), device, torch.get_num_threads(), m.dispatch_s, m.module_overhead_s, tick
             )
+            if device != "cuda":  # the optimizer's costs per op and per step, apart (fit.optimizer_overheads)
+                tick("the optimizer's fixed costs")
+                per_op["optimizer"], m.optimizer_step_s = fit.optimizer_overheads(
+                    overlay.build(m), device, torch.get_num_threads(), m.dispatch_s
+                )
             m.phase_overhead_s, m.module_overhead_s = per_op, module
             if device == "cuda":  # the tiny nets' steps are the host issuing ops: a GPU's host time per op
                 m.host_op_s = fit.host_per_op(seen, m.dispatch_s)  # (by phase: phase_overhead_s, see overlay)

@@ -252,6 +252,21 @@ class WindowCost(Strict):
     seconds_per_flop: float = Field(ge=0, le=1e-6, description="time of each FLOP beyond that ratio")
 
 
+class ColdPoint(Strict):
+    """One point of `Efficiency.optimizer_step`: at a training step that moves `step_bytes`, the optimizer phase
+    costs `seconds` once, beyond its ops."""
+
+    step_bytes: float = Field(ge=0)
+    seconds: Seconds
+
+
+def _by_bytes(points: list[ColdPoint]) -> list[ColdPoint]:
+    sizes = [p.step_bytes for p in points]
+    if sizes != sorted(sizes) or len(set(sizes)) != len(sizes):
+        raise ValueError("points must be listed by strictly increasing step_bytes")
+    return points
+
+
 class Efficiency(Strict):
     """Achievable fractions of datasheet peaks for a device family, and the fixed cost of an op."""
 
@@ -465,6 +480,15 @@ class Efficiency(Strict):
     )
     module_overhead_s: Duration | None = Field(
         None, description="fixed cost of one nn.Module call in the forward pass (Python), besides its ops"
+    )
+    optimizer_step: Annotated[list[ColdPoint], AfterValidator(_by_bytes)] = Field(
+        [],
+        description="CPUs: the optimizer phase's fixed cost per step, beyond its ops (`phase_overhead_s`), by the "
+        "bytes the step moves: the optimizer's own cost per step, measured by advisor calibrate on AdamW's warm "
+        "step, plus its cold start, as the backward pass before it has streamed the step's data through the caches "
+        "and evicted the optimizer's code and objects (AdamW's step over 16 small tensors right after an add of "
+        "that many bytes, less the same step straight after). Log-linear between points, the end points beyond. "
+        "Empty: not priced",
     )
     first_touch_bandwidth: Bandwidth | None = Field(
         None,

@@ -43,6 +43,9 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         # the least share of its rate an op keeps when another core wrote its input (Efficiency.handoff)
         "handoff_min_fraction": min((st["efficiency"] for st in eff.get("handoff") or []), default=None),
         "pool_window_s": {op: w["seconds_per_flop"] for op, w in eff.get("op_window", {}).items()} or None,
+        # the optimizer's fixed cost per step after the smallest and the largest traffic (Efficiency.optimizer_step)
+        "optimizer_step_s": [float(pt["seconds"]) for pt in eff.get("optimizer_step") or []] or None,
+        "draw_half_ratio": dict(eff.get("draw_half_ratio") or {}) or None,
         "warnings": list(eff.get("calibration_warnings", [])),
         "source": dev["source"],
         "as_of": dev["as_of"],
@@ -73,6 +76,12 @@ def _table(s: dict) -> None:
     max_pool = (s["pool_window_s"] or {}).get("aten.max_pool2d_with_indices")
     if max_pool is not None:  # the largest of the window costs on a CPU, and the one most models pay
         t.add_row("max pooling, per window element beyond 2x2/2", f"{max_pool * 1e9:.3g} ns")
+    if s["optimizer_step_s"]:
+        low, high = (units.fmt_duration(x) for x in (s["optimizer_step_s"][0], s["optimizer_step_s"][-1]))
+        t.add_row("optimizer per step, warm - after a full cache", f"{low} - {high}")
+    if s["draw_half_ratio"]:
+        ratios = ", ".join(f"{op.removeprefix('aten.')} {r:.2f}x" for op, r in s["draw_half_ratio"].items())
+        t.add_row("random draws at p = 0.5 (against 0.9)", ratios)
     if s["parallel_op_s"]:  # the threads' state: validate compares its own probes with these
         low, high = min(s["parallel_op_s"]), max(s["parallel_op_s"])
         shown = units.fmt_duration(low) if low == high else f"{units.fmt_duration(low)} - {units.fmt_duration(high)}"

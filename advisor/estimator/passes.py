@@ -41,6 +41,7 @@ from advisor.estimator.roofline import (
     efficiency_source,
     gemm_factor,
     launch_for,
+    optimizer_step_s,
     overhead_for,
     own_curve,
     peak_for,
@@ -403,6 +404,8 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     if device.kind == "cpu" and eff.first_touch_bandwidth and faults is not None:
         shares = profile.memory.step_fault_shares or {"backward": 1.0}
         extra.append(("before", partial(fault_times, faults, shares, eff.first_touch_bandwidth)))
+    if device.kind == "cpu" and eff.optimizer_step:
+        extra.append(("before", partial(optimizer_step_times, profile, eff)))
     module_s = 0.0
     if eff.module_overhead_s and profile.module_calls:
         module_s = eff.module_overhead_s * profile.module_calls
@@ -499,6 +502,13 @@ def fault_times(faults, shares: dict[str, float], bandwidth: float, batch: float
         t = total * share / bandwidth
         out[phase].append(OpTime(t, 0.0, t, 0.0, 0.0, total * share, "memory", "fp32"))
     return out
+
+
+def optimizer_step_times(profile: Profile, eff: Efficiency, batch: float) -> dict[str, list[OpTime]]:
+    """The optimizer phase's fixed cost per step on a CPU (`roofline.optimizer_step_s` at the step's bytes at
+    micro-batch `batch`)."""
+    t = optimizer_step_s(eff, profile.bytes(batch))
+    return {"optimizer": [OpTime(t, 0.0, 0.0, t, 0.0, 0.0, "memory", "fp32")]}
 
 
 def unaligned_time(table: OpTable, micro: float, tp: int, cp: int, sp: bool) -> tuple[float, int]:

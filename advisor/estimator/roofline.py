@@ -450,6 +450,23 @@ def step_bytes(profile: Profile, batch: float) -> float:
     return profile.bytes(batch)
 
 
+def optimizer_step_s(eff: Efficiency, moved: float) -> float:
+    """`Efficiency.optimizer_step` at a step that moves `moved` bytes: log-linear between the measured points,
+    the first point's below them and the last one's beyond; 0 where the family measured none."""
+    import math
+
+    points = eff.optimizer_step
+    if not points:
+        return 0.0
+    if moved <= points[0].step_bytes:
+        return points[0].seconds
+    for lo, hi in zip(points, points[1:], strict=False):
+        if moved <= hi.step_bytes:
+            share = math.log(moved / lo.step_bytes) / math.log(hi.step_bytes / lo.step_bytes)
+            return lo.seconds + share * (hi.seconds - lo.seconds)
+    return points[-1].seconds
+
+
 def step_overhead(profile: Profile, eff: Efficiency) -> dict[str, float]:
     """Fixed costs of one step that no single op carries, by phase: the Python of each nn.Module call in
     the forward pass (hooks, __call__, the module's own code), where the efficiency profile measured it."""

@@ -117,6 +117,10 @@ EMBEDDING_GRADS: tuple[str, ...] = (
     "aten._embedding_bag_backward",
     "aten._embedding_bag_dense_backward",
 )
+# Random draws whose CPU kernels branch on each draw, so their cost depends on the probability (the profile records
+# it, the calibration measures each at one half, the estimator scales its curve: estimator/kernels.draw_factor).
+DRAW_OPS: tuple[str, ...] = ("aten.bernoulli_", "aten.native_dropout")
+DrawOp = Literal[DRAW_OPS]
 # How the data-parallel dimension holds the model: `single` (no data parallelism), `ddp` (replicas), ZeRO stage 1
 # (optimizer state sharded), stage 2 (and gradients), `fsdp` (ZeRO-3: and weights).
 STRATEGIES: tuple[str, ...] = ("single", "ddp", "zero1", "zero2", "fsdp")

@@ -65,6 +65,19 @@ def test_cli_reports_overrides(tmp_path):
     assert json.loads(result.stdout)["pricing"]["on_demand_usd_per_hour"] == 60.0
 
 
+GOOD_EFFICIENCY = """\
+efficiency:
+  - id: my-eff
+    note: a test family
+    matrix: [{min_size: 0, efficiency: 0.5}]
+    vector: 0.5
+    memory: [{min_size: 0, efficiency: 0.8}]
+    op_overhead_s: 10us
+    device_link: 0.5
+    network: 0.5
+    collective_latency_s: 10us
+"""
+
 BAD = {
     "malformed": ("devices: [\n  - id: x\n", ["overlay.yaml:", "malformed YAML"]),
     "unsafe_tag": ("devices: !!python/object/apply:os.system ['echo hi']\n", ["overlay.yaml:1", "python/object"]),
@@ -92,6 +105,15 @@ BAD = {
             as_of: 2026-11-30
         """,
         ["acme-box", "field device", "unknown device 'h100-sxn'", "h100-sxm"],
+    ),
+    # an efficiency family's draw ratio for an op that is no random draw would be ignored by the estimate: refused
+    "draw_op": (
+        GOOD_EFFICIENCY + "    draw_half_ratio: {aten.relu: 2.0}\n",
+        ["my-eff", "field draw_half_ratio.aten.relu", "'aten.bernoulli_' or 'aten.native_dropout'"],
+    ),
+    "step_order": (
+        GOOD_EFFICIENCY + "    optimizer_step: [{step_bytes: 2e8, seconds: 5e-4}, {step_bytes: 1e6, seconds: 1e-4}]\n",
+        ["my-eff", "field optimizer_step", "strictly increasing step_bytes"],
     ),
     "top_level": ("gpus: []\n", ["unknown top-level key 'gpus'"]),
     "bad_date": (GOOD_DEVICE.replace("2026-11-30", "last tuesday"), ["field as_of"]),

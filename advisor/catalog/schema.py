@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from advisor import units
 from advisor.errors import UserError
-from advisor.vocab import DTYPES, PHASES, DeviceKind, GemmLayout, SoftwareStack, WorkloadKind
+from advisor.vocab import DTYPES, PHASES, DeviceKind, DrawOp, GemmLayout, SoftwareStack, WorkloadKind
 
 
 def _quantity(kind: str, low: float, high: float):
@@ -390,7 +390,7 @@ class Efficiency(Strict):
         description="least time of one call of these aten ops beyond the per-op overhead: a library call "
         "(a GEMM, a convolution) has a setup cost that no efficiency at its size describes",
     )
-    draw_half_ratio: dict[str, Annotated[float, Field(gt=0.0, le=100.0)]] = Field(
+    draw_half_ratio: dict[DrawOp, Annotated[float, Field(gt=0.0, le=100.0)]] = Field(
         {},
         description="random draws (aten.bernoulli_, aten.native_dropout): the time of one call drawing with "
         "probability 0.5 over the time at the probability its op curve was measured at (a 1 with probability 0.9, "

@@ -167,7 +167,6 @@ def optimizer_overheads(data: dict, device: str, threads: int, dispatch_s: float
     ops is the cost per step. The tiny nets' optimizer phases cannot tell the two apart (their steps start after
     backward passes that leave the caches warm, and a per-step cost spreads over their few ops: fitted through
     them the cost per op came out 3.7 µs on the development VM's EPYC, measured here 1.6-2.0 µs)."""
-
     from advisor.calibration.ops import _counted
     from advisor.calibration.overlay import models
     from advisor.estimator.roofline import op_time

@@ -340,7 +340,8 @@ class Counter(TorchDispatchMode):
         if not outs and info.name.startswith("aten._foreach") and args and isinstance(args[0], (list, tuple)):
             written = sum(x.numel() * x.element_size() for x in args[0] if isinstance(x, torch.Tensor))
         entry = info.entry
-        flops = entry.fn(Call(func, args, kwargs, out)) if entry is not None else 0.0
+        call = Call(func, args, kwargs, out)
+        flops = entry.fn(call) if entry is not None else 0.0
         category = entry.category if entry is not None else "memory"
         ref = next((t for t in outs if t.is_floating_point()), None)
         if ref is None:
@@ -359,9 +360,9 @@ class Counter(TorchDispatchMode):
             x = args[CONTIGUOUS_OPS[info.name]]
             layout = "strided" if isinstance(x, torch.Tensor) and not x.is_contiguous() else ""
         # a transposed convolution runs other kernels than a plain one of its FLOPs (oneDNN: a backward-data pass)
-        transposed = info.name in LAYOUT_OPS and bool(Call(func, args, kwargs, out).arg("transposed", False))
+        transposed = info.name in LAYOUT_OPS and bool(call.arg("transposed", False))
         draw = DRAWS.get(info.name)
-        probability = draw(Call(func, args, kwargs, out)) if draw else None
+        probability = draw(call) if draw else None
         key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout, transposed,
                probability)  # fmt: skip
         index = self.keys.get(key)

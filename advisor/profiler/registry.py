@@ -36,9 +36,9 @@ class Call:
         """The argument the op ran with: as passed, else the schema's default (the dispatcher leaves out trailing
         arguments equal to their defaults: bernoulli_(0.5) arrives as bernoulli_(x)); None where neither is."""
         value = self.arg(name)
-        if value is None:
-            arguments = {a.name: a for a in self.func._schema.arguments}
-            value = arguments[name].default_value if name in arguments else None
+        names = _arg_names(self.func)
+        if value is None and name in names:
+            value = self.func._schema.arguments[names.index(name)].default_value
         return value
 
 

@@ -326,12 +326,16 @@ def test_the_kernels_and_the_tiny_nets_are_timed_on_a_held_heap(monkeypatch):
         yield True
         state["held"] = False
 
+    m_run = quiet()
+    m_run.tiny_steps = [{"tiny_rnn": {"forward": 3e-4, "backward": 6e-4, "optimizer": 2e-4}}]
+
     def run(device, quick=False, tick=None, sweeps=None, between=None):
         seen.append(("run", state["held"]))
-        return quiet()
+        return m_run
 
-    def overheads(data, device, threads, dispatch_s, module_s=None, tick=None):
+    def overheads(data, device, threads, dispatch_s, module_s=None, tick=None, sweeps=None):
         seen.append(("nets", state["held"]))
+        assert sweeps == m_run.tiny_steps  # the nets' steps timed in bench.run's sweeps are what is fitted
         return {"forward": 1e-6, "backward": 1e-6, "optimizer": 1e-6}, None, []
 
     def optimizer(data, device, threads, dispatch_s):
@@ -346,3 +350,29 @@ def test_the_kernels_and_the_tiny_nets_are_timed_on_a_held_heap(monkeypatch):
     assert seen == [("run", True), ("nets", True), ("optimizer", True)] and not state["held"]
     # the optimizer's own figures replace the tiny nets' per-op cost and give its cost per step
     assert m.phase_overhead_s == {"forward": 1e-6, "backward": 1e-6, "optimizer": 2e-6} and m.optimizer_step_s == 5e-5
+
+
+def test_the_fixed_costs_are_fitted_on_the_median_of_the_sweeps_timings(monkeypatch):
+    """fit_overheads fits each net's phases at their median over the sweeps' timings, so one sweep caught in a
+    slow spell does not move the fit; and nothing is timed again. The fit per phase is through the origin,
+    per_op = Σ ops·rest / Σ ops² with rest = measured - work, so adding δ·ops to every net's measured time adds
+    exactly δ to it: the median of (A + δ·ops, A + δ·ops + a spell of 10 ms, A + δ·ops) is A + δ·ops."""
+    from advisor.calibration import fit, overlay
+
+    def untimed(*args):
+        raise AssertionError("a net was timed again")
+
+    monkeypatch.setattr(fit, "time_phases", untimed)
+    data = overlay.build(quiet())
+    nets = [p.stem for p in sorted(fit.NETS_DIR.glob("tiny_*.py"))]
+    phases = ("forward", "backward", "optimizer")
+    base = {net: dict.fromkeys(phases, 2e-3) for net in nets}  # 2 ms a phase: far above the dispatch floor
+    per_op, module, seen = fit.fit_overheads(data, "cpu", 1, 1e-6, 1e-6, sweeps=[base])
+    ops = {r["net"]: {p: r[p]["ops"] for p in phases} for r in seen}
+    delta = 2e-6
+    shifted = {net: {p: base[net][p] + delta * ops[net][p] for p in phases} for net in nets}
+    spell = {net: {p: t + 10e-3 for p, t in shifted[net].items()} for net in nets}
+    again, _, _ = fit.fit_overheads(data, "cpu", 1, 1e-6, 1e-6, sweeps=[shifted, spell, shifted])
+    assert module == 1e-6
+    for p in phases:
+        assert again[p] == pytest.approx(per_op[p] + delta, rel=1e-9)

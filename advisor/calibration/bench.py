@@ -87,6 +87,7 @@ class Measurements:
     first_touch_s_per_byte: float = 0.0  # CPUs: the OS's cost of a fresh page, per byte (0: not measured)
     optimizer_cold: list[Point] = field(default_factory=list)  # CPUs: fit.optimizer_cold
     optimizer_step_s: float = 0.0  # CPUs: the optimizer's warm cost per step (fit.optimizer_overheads)
+    tiny_steps: list[dict[str, dict[str, float]]] = field(default_factory=list)  # each sweep's fit.tiny_steps
     parallel_op_s: list[float] = field(default_factory=list)  # CPUs, >1 thread: profile.parallel_op_s probes
     # CPUs, >1 thread: an add by bytes moved whose input was just written at the same thread count, and by one thread
     handoff_matched: list[Point] = field(default_factory=list)
@@ -337,6 +338,12 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
     if not cuda and clock.threads > 1:
         tick("handoff between threads")
         handoff = handoff_points(quick)
+    steps = {}
+    if not quick:  # the tiny nets' steps, for the fixed costs (fit.fit_overheads): in every sweep, as the rest
+        from advisor.calibration.fit import tiny_steps
+
+        tick("tiny nets")
+        steps = tiny_steps(device, clock.threads)
     tick("elementwise")
     x = torch.randn(VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS, device=device)
     out = torch.empty_like(x)
@@ -365,6 +372,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "optimizer_cold": cold,
         "first_touch": touch,
         "handoff": handoff,
+        "tiny_steps": steps,
     }
 
 
@@ -450,6 +458,7 @@ def run(
             between(i)
             m.between_s += time.perf_counter() - t0
     m.parallel_op_s = [t for t in (*m.parallel_op_s, probe()) if t is not None]
+    m.tiny_steps = [r.pop("tiny_steps") for r in results if r.get("tiny_steps")]  # fitted apart (fit_overheads)
     merged = median_of(results)
     merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")
     merged_keys += DEPTHWISE_KEYS + TRANSPOSED_KEYS

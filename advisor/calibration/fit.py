@@ -61,6 +61,12 @@ def time_phases(path: Path, device: str, threads: int) -> dict[str, float]:
     return {p: min(s[i] for s in steps) for i, p in enumerate(phases)}
 
 
+def tiny_steps(device: str, threads: int) -> dict[str, dict[str, float]]:
+    """{tiny net: its training step's seconds by phase (time_phases)} for every net in NETS_DIR: one sweep's
+    timing of the nets (bench.run times them in every sweep; fit_overheads fits their median)."""
+    return {path.stem: time_phases(path, device, threads) for path in sorted(NETS_DIR.glob("tiny_*.py"))}
+
+
 def fit_overheads(
     data: dict,
     device: str,
@@ -68,10 +74,17 @@ def fit_overheads(
     dispatch_s: float,
     module_s: float | None = None,
     tick: Callable[[str], None] = lambda s: None,
+    sweeps: list[dict[str, dict[str, float]]] | None = None,
 ) -> tuple[dict[str, float], float | None, list[dict]]:
     """(fixed cost per op by phase, per module call, what each net showed) from the tiny nets, against the
     overlay `data` (its curves give the ops' work). With `module_s` (measured directly) the module part is
-    taken as given and only the per-op cost is fitted."""
+    taken as given and only the per-op cost is fitted. `sweeps` are the nets' steps timed in each of the
+    calibration's sweeps (tiny_steps), each phase's median over them fitted; a net none of them timed is timed
+    here. One timing of a net is at the mercy of a shared machine's slow spells: on the development VM's EPYC at
+    one thread, tiny_rnn's forward pass took 290-340 µs in 21 timings in seven processes and 503 µs in one more,
+    and the forward cost per op fitted through one timing of each net came out 3.3, 5.5 and 7.5 µs within 20
+    minutes (tiny_rnn's ops weigh most in the fit)."""
+    from advisor.calibration.bench import median_of
     from advisor.calibration.overlay import models
     from advisor.estimator.roofline import profile_op_time, step_bytes
     from advisor.profiler.profile import profile_model
@@ -82,7 +95,8 @@ def fit_overheads(
     for path in sorted(NETS_DIR.glob("tiny_*.py")):
         tick(f"overhead ({path.stem})")
         prof = profile_model(path, batch_size=BATCH, device=device, precision="fp32", repeats=0)
-        measured = time_phases(path, device, threads)
+        timed = [s[path.stem] for s in sweeps or () if path.stem in s]
+        measured = median_of(timed) if timed else time_phases(path, device, threads)
         row = {"net": path.stem, "modules": prof.module_calls or 0}
         for phase, seconds in measured.items():
             ops = [o for o in prof.ops if o.phase == phase]

@@ -83,7 +83,7 @@ def _calibrate_once(
         m = bench.run(device, quick=quick, tick=tick, sweeps=sweeps, between=between)
         if not quick:
             per_op, module, seen = fit.fit_overheads(
-                overlay.build(m), device, torch.get_num_threads(), m.dispatch_s, m.module_overhead_s, tick
+                overlay.build(m), device, torch.get_num_threads(), m.dispatch_s, m.module_overhead_s, tick, m.tiny_steps
             )
             if device != "cuda":  # the optimizer's costs per op and per step, apart (fit.optimizer_overheads)
                 tick("the optimizer's fixed costs")

@@ -342,12 +342,23 @@ def test_the_kernels_and_the_tiny_nets_are_timed_on_a_held_heap(monkeypatch):
         seen.append(("optimizer", state["held"]))
         return 2e-6, 5e-5
 
+    def loop(data, threads, dispatch_s, module_s):
+        seen.append(("loop", state["held"]))
+        return 1.2e-6, 1.1e-4
+
     monkeypatch.setattr(bench, "held_heap", held)
     monkeypatch.setattr(bench, "run", run)
     monkeypatch.setattr(fit, "fit_overheads", overheads)
     monkeypatch.setattr(fit, "optimizer_overheads", optimizer)
+    monkeypatch.setattr(fit, "loop_overheads", loop)
     data, m = session._calibrate_once("cpu", quick=False, tick=lambda s: None)
-    assert seen == [("run", True), ("nets", True), ("optimizer", True)] and not state["held"]
+    assert seen == [("run", True), ("nets", True), ("optimizer", True), ("loop", True)] and not state["held"]
+    # a recurrent layer's loop: measured apart, written to the overlay, read back by the schema
+    assert (m.loop_op_s, m.loop_call_s) == (1.2e-6, 1.1e-4)
+    assert data["efficiency"][0]["loop_op_s"] == "1.2e-06" and data["efficiency"][0]["loop_call_s"] == "0.00011"
+    from advisor.calibration.overlay import models
+
+    assert models(data)[1].loop_op_s == pytest.approx(1.2e-6)
     # the optimizer's own figures replace the tiny nets' per-op cost and give its cost per step
     assert m.phase_overhead_s == {"forward": 1e-6, "backward": 1e-6, "optimizer": 2e-6} and m.optimizer_step_s == 5e-5
 

@@ -590,6 +590,33 @@ def test_the_op_table_reads_recurrent_weights_from_the_cache_too():
     assert got == pytest.approx(want, rel=1e-12)
 
 
+def test_a_recurrent_layers_loop_ops_cost_what_the_calibration_measured():
+    """A layer run step by step issues its forward ops from C++: each costs Efficiency.loop_op_s instead of the
+    forward phase's cost per op, and each call of the layer loop_call_s besides; both paths agree."""
+    from advisor import api
+    from advisor.estimator.roofline import profile_times
+
+    prof = api.profile_from("lstm")  # a meta profile: the 2-layer LSTM's per-step ops, one call of module "lstm"
+    plain = with_(fused_rnn=[])  # nothing fused: the LSTM runs step by step
+    loop = with_(fused_rnn=[], loop_op_s=1e-6, loop_call_s=50e-6)
+    got, want, table = table_and_scalar(prof, loop)
+    assert got == pytest.approx(want, rel=1e-12)
+    assert table.module_s == pytest.approx(50e-6)  # one call x 50 µs (no module cost in the fixture)
+    assert step_overhead(prof, loop, {"lstm"}) == {"forward": pytest.approx(50e-6)}
+    assert step_overhead(prof, loop) == {}  # no layer run step by step: no loop calls
+
+    def forward(eff):
+        return sum(t.seconds for phase, t in profile_times(prof, CPU, eff, "fp32", 3) if phase == "forward")
+
+    # 919 of the 927 forward ops lie inside "lstm": 919 x (10 - 1) µs = 8.271 ms less, plus the call's 50 µs
+    assert forward(loop) - forward(plain) == pytest.approx(-8.271e-3 + 50e-6, rel=1e-9)
+    # the backward ops (issued by autograd's engine) keep the phase's cost
+    backward = [
+        sum(t.seconds for ph, t in profile_times(prof, CPU, e, "fp32", 3) if ph == "backward") for e in (plain, loop)
+    ]
+    assert backward[0] == pytest.approx(backward[1], rel=1e-12)
+
+
 def test_host_issue_rate_bounds_a_phase_of_small_ops():
     from advisor.profiler.schema import Memory, Profile  # noqa: F401
 

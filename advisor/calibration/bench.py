@@ -87,6 +87,8 @@ class Measurements:
     first_touch_s_per_byte: float = 0.0  # CPUs: the OS's cost of a fresh page, per byte (0: not measured)
     optimizer_cold: list[Point] = field(default_factory=list)  # CPUs: fit.optimizer_cold
     optimizer_step_s: float = 0.0  # CPUs: the optimizer's warm cost per step (fit.optimizer_overheads)
+    loop_op_s: float | None = None  # CPUs: per op of a recurrent layer's C++ loop (fit.loop_overheads)
+    loop_call_s: float | None = None  # CPUs: per call of that layer, beyond its ops and the module call
     tiny_steps: list[dict[str, dict[str, float]]] = field(default_factory=list)  # each sweep's fit.tiny_steps
     parallel_op_s: list[float] = field(default_factory=list)  # CPUs, >1 thread: profile.parallel_op_s probes
     # CPUs, >1 thread: an add by bytes moved whose input was just written at the same thread count, and by one thread

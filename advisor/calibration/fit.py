@@ -210,6 +210,56 @@ def optimizer_overheads(data: dict, device: str, threads: int, dispatch_s: float
     return split_costs([statistics.median(t) for t in times], ops, work, dispatch_s)
 
 
+# A recurrent layer run step by step (a GRU on a CPU, which oneDNN does not fuse there) issues about fifteen tiny ops
+# a step from C++, with no Python between them: on the development VM's EPYC at one thread, 0.9-1.6 µs each beyond
+# their work (nn.GRU and nn.RNN, 8 and 64 wide, 8 against 40 steps), where the tiny nets' fit puts the forward
+# pass's cost per op at 3-8 µs; and each call of the layer costs 60-110 µs of Python besides. A bidirectional GRU
+# classifier's forward pass (2,902 such ops) came out +80 % from that alone.
+LOOP_WIDTH, LOOP_BATCH, LOOP_STEPS, LOOP_ROUNDS = 8, 4, (8, 40), 100
+
+
+def loop_overheads(data: dict, threads: int, dispatch_s: float, module_s: float | None) -> tuple[float, float]:
+    """(fixed cost per forward op a recurrent layer issues from its C++ loop, per call of the layer) on a CPU,
+    measured directly: a GRU LOOP_WIDTH wide over LOOP_BATCH rows, its forward pass (with autograd recording, as
+    in training) over LOOP_STEPS[1] and LOOP_STEPS[0] steps, alternating, the median of LOOP_ROUNDS each (the
+    process clock at one thread, else the wall clock); split as split_costs does, never below half a dispatch
+    from Python (`dispatch_s`: an op issued from C++ skips the binding's share), the call's share less one module
+    call (`module_s`, which estimates add for every module)."""
+    import torch
+
+    from advisor.calibration.ops import _counted
+    from advisor.calibration.overlay import models
+    from advisor.estimator.roofline import op_time
+    from advisor.profiler.registry import lookup
+
+    dev, eff = models(data)
+    eff = eff.model_copy(update={"op_overhead_s": 1e-9, "phase_overhead_s": {}, "module_overhead_s": None})
+    clock = time.process_time if threads == 1 else time.perf_counter
+    layer = torch.nn.GRU(LOOP_WIDTH, LOOP_WIDTH, batch_first=True)
+    runs = [lambda x=torch.randn(LOOP_BATCH, n, LOOP_WIDTH): layer(x) for n in LOOP_STEPS]
+    for run in runs:
+        run()
+    times: list[list[float]] = [[], []]
+    for _ in range(LOOP_ROUNDS):
+        for i, run in enumerate(runs):
+            t0 = clock()
+            run()
+            times[i].append(clock() - t0)
+    ops, work = [], []
+    for run in runs:
+        calls = _counted(run)
+        ops.append(len(calls))
+        work.append(
+            sum(
+                op_time(dev, eff, f, b, 1, (e.category if (e := lookup(name)) else "memory"), "fp32",
+                        phase="forward", op=name).seconds - 1e-9
+                for name, f, b, _ in calls
+            )
+        )  # fmt: skip
+    per_op, per_call = split_costs([statistics.median(t) for t in times], ops, work, dispatch_s / 2)
+    return per_op, max(0.0, per_call - (module_s or 0.0))
+
+
 def split_costs(seconds: list[float], ops: list[int], work: list[float], dispatch_s: float) -> tuple[float, float]:
     """(cost per op, per step) from two steps' `seconds`, their `ops` and their ops' `work`: the difference beyond
     the work, over the difference in ops (at least a dispatch); the first step less its work and ops (at least 0)."""

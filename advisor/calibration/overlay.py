@@ -325,6 +325,9 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
                 {"step_bytes": round(p.size), "seconds": f"{m.optimizer_step_s + p.seconds:.3g}"}
                 for p in m.optimizer_cold
             ]
+        if m.loop_op_s is not None:
+            efficiency["loop_op_s"] = f"{m.loop_op_s:.4g}"
+            efficiency["loop_call_s"] = f"{m.loop_call_s or 0.0:.4g}"
         block = channel_block(m.blocks)
         if block:
             efficiency["conv_channel_block"] = block

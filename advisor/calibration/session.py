@@ -90,6 +90,10 @@ def _calibrate_once(
                 per_op["optimizer"], m.optimizer_step_s = fit.optimizer_overheads(
                     overlay.build(m), device, torch.get_num_threads(), m.dispatch_s
                 )
+                tick("a recurrent layer's loop")  # its ops are priced apart (fit.loop_overheads)
+                m.loop_op_s, m.loop_call_s = fit.loop_overheads(
+                    overlay.build(m), torch.get_num_threads(), m.dispatch_s, module
+                )
             m.phase_overhead_s, m.module_overhead_s = per_op, module
             if device == "cuda":  # the tiny nets' steps are the host issuing ops: a GPU's host time per op
                 m.host_op_s = fit.host_per_op(seen, m.dispatch_s)  # (by phase: phase_overhead_s, see overlay)

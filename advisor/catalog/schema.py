@@ -481,6 +481,17 @@ class Efficiency(Strict):
     module_overhead_s: Duration | None = Field(
         None, description="fixed cost of one nn.Module call in the forward pass (Python), besides its ops"
     )
+    loop_op_s: Duration | None = Field(
+        None,
+        description="CPUs: fixed cost of one forward op that a recurrent layer run step by step issues from its "
+        "C++ loop (no Python between them), measured by advisor calibrate on a tiny GRU; replaces the forward "
+        "phase's cost per op for those ops. None: the phase's cost per op",
+    )
+    loop_call_s: Duration | None = Field(
+        None,
+        description="CPUs: fixed cost of one call of such a recurrent layer in the forward pass, beyond its ops "
+        "and the module call (its Python: checks, the weights gathered, the initial state)",
+    )
     optimizer_step: Annotated[list[ColdPoint], AfterValidator(_by_bytes)] = Field(
         [],
         description="CPUs: the optimizer phase's fixed cost per step, beyond its ops (`phase_overhead_s`), by the "

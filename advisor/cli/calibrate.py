@@ -46,6 +46,9 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         # the optimizer's fixed cost per step after the smallest and the largest traffic (Efficiency.optimizer_step)
         "optimizer_step_s": [float(pt["seconds"]) for pt in eff.get("optimizer_step") or []] or None,
         "draw_half_ratio": dict(eff.get("draw_half_ratio") or {}) or None,
+        # a recurrent layer run step by step: per op of its C++ loop and per call (Efficiency.loop_op_s)
+        "loop_op_s": float(eff["loop_op_s"]) if eff.get("loop_op_s") is not None else None,
+        "loop_call_s": float(eff["loop_call_s"]) if eff.get("loop_call_s") is not None else None,
         "warnings": list(eff.get("calibration_warnings", [])),
         "source": dev["source"],
         "as_of": dev["as_of"],
@@ -79,6 +82,9 @@ def _table(s: dict) -> None:
     if s["optimizer_step_s"]:
         low, high = (units.fmt_duration(x) for x in (s["optimizer_step_s"][0], s["optimizer_step_s"][-1]))
         t.add_row("optimizer per step, warm - after a full cache", f"{low} - {high}")
+    if s["loop_op_s"] is not None:
+        call = units.fmt_duration(s["loop_call_s"] or 0.0)
+        t.add_row("recurrent layer: per op of its loop, per call", f"{units.fmt_duration(s['loop_op_s'])}, {call}")
     if s["draw_half_ratio"]:
         ratios = ", ".join(f"{op.removeprefix('aten.')} {r:.2f}x" for op, r in s["draw_half_ratio"].items())
         t.add_row("random draws at p = 0.5 (against 0.9)", ratios)

@@ -41,6 +41,7 @@ from advisor.estimator.roofline import (
     efficiency_source,
     gemm_factor,
     launch_for,
+    loop_calls_s,
     optimizer_step_s,
     overhead_for,
     own_curve,
@@ -322,12 +323,15 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     host_calls = np.array([float(profile.ops[r[0]].count) for r in rec.rows])
     batch = profile.batch_size
     kernel_data = eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose or eff.conv_channel_block
+    loop_s = eff.loop_op_s
     for j, (i, category, dtype, name, phase) in enumerate(rec.rows):
         op = profile.ops[i]
         if name != op.op:
             continue  # an fp8 cast row: plain memory traffic
         scale_b = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0  # the record's bytes in `dtype`
         curve_scale[j] = kernels.draw_factor(op, eff)
+        if loop_s is not None and phase == "forward" and stepped and within(op.module, stepped):
+            overhead[j] = loop_s  # issued from a recurrent layer's C++ loop (Efficiency.loop_op_s)
         if norms is not None:
             blocks[j] = kernels.channel_blocks(op, norms, dtype) or (0, 0, 0, 0)
         per_byte = kernels.gather_blocks_per_byte(op, eff.row_gather, dtype) * scale_b
@@ -409,6 +413,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     module_s = 0.0
     if eff.module_overhead_s and profile.module_calls:
         module_s = eff.module_overhead_s * profile.module_calls
+    module_s += loop_calls_s(profile, eff, recurrent_modules(profile, eff, device.kind == "cpu"))
     has_blocks = bool(rec.masks[:, KEYS.index(("block", "forward"))].any())
     slots = float(device.sm_count * max(1, eff.tiles_per_sm or 1)) if eff.gemm_tile and device.sm_count else 0.0
     return OpTable(

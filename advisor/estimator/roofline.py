@@ -392,6 +392,8 @@ def profile_op_time(
     if sort_bytes:  # an embedding gradient's index sort: separate kernels around the op
         extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + sort_bytes
         extra["fixed_s"] = overhead_for(eff, op.phase) * calls + launches * launch_for(eff)
+    if recurrent and op.phase == "forward" and eff.loop_op_s is not None:
+        extra["fixed_s"] = eff.loop_op_s * calls  # issued from the layer's C++ loop (Efficiency.loop_op_s)
     if recurrent and op.category == "matrix":
         extra["cap_bytes"] = (op.bytes_read.per_sample + op.bytes_written.per_sample) * batch * scale
     variant = kernels.kernel_variant(op, eff)
@@ -435,7 +437,7 @@ def profile_times(profile: Profile, device: Device, eff: Efficiency, precision: 
         if rnn.module in fused:
             for phase, times in rnn_times(rnn, device, eff, precision, batch).items():
                 out += [(phase, t) for t in times]
-    for phase, seconds in step_overhead(profile, eff).items():
+    for phase, seconds in step_overhead(profile, eff, stepped).items():
         out.append((phase, OpTime(seconds, 0.0, 0.0, seconds, 0.0, 0.0, "memory", "")))
     return out
 
@@ -467,12 +469,22 @@ def optimizer_step_s(eff: Efficiency, moved: float) -> float:
     return points[-1].seconds
 
 
-def step_overhead(profile: Profile, eff: Efficiency) -> dict[str, float]:
+def step_overhead(profile: Profile, eff: Efficiency, stepped: set[str] | None = None) -> dict[str, float]:
     """Fixed costs of one step that no single op carries, by phase: the Python of each nn.Module call in
-    the forward pass (hooks, __call__, the module's own code), where the efficiency profile measured it."""
-    if eff.module_overhead_s and profile.module_calls and not eff.host_op_s:
-        return {"forward": eff.module_overhead_s * profile.module_calls}
-    return {}
+    the forward pass (hooks, __call__, the module's own code), where the efficiency profile measured it, and of
+    each call of a recurrent layer run step by step (`stepped`, fused.recurrent_modules; Efficiency.loop_call_s)."""
+    if eff.host_op_s:
+        return {}
+    seconds = eff.module_overhead_s * profile.module_calls if eff.module_overhead_s and profile.module_calls else 0.0
+    seconds += loop_calls_s(profile, eff, stepped or set())
+    return {"forward": seconds} if seconds else {}
+
+
+def loop_calls_s(profile: Profile, eff: Efficiency, stepped: set[str]) -> float:
+    """The Python of the calls of the recurrent layers run step by step (`stepped`), at Efficiency.loop_call_s."""
+    if not eff.loop_call_s or not stepped:
+        return 0.0
+    return eff.loop_call_s * sum(r.count for r in profile.rnns if r.module in stepped)
 
 
 def host_bound(

@@ -175,39 +175,15 @@ def _adamw(tensors: int, size: int):
 
 def optimizer_overheads(data: dict, device: str, threads: int, dispatch_s: float) -> tuple[float, float]:
     """(fixed cost per op of the optimizer phase, per step) on a CPU, measured directly: AdamW's warm step over
-    STEP_TENSORS[1] and over STEP_TENSORS[0] tensors of STEP_SIZE floats, alternating, the median of STEP_ROUNDS
-    each (the process clock at one thread, else the wall clock); the difference less its ops' work (their curves
-    and floors in the overlay `data`) over the difference in ops is the cost per op, and the smaller step less its
-    ops is the cost per step. The tiny nets' optimizer phases cannot tell the two apart (their steps start after
-    backward passes that leave the caches warm, and a per-step cost spreads over their few ops: fitted through
-    them the cost per op came out 3.7 µs on the development VM's EPYC, measured here 1.6-2.0 µs)."""
-    from advisor.calibration.ops import _counted
-    from advisor.calibration.overlay import models
-    from advisor.estimator.roofline import op_time
-    from advisor.profiler.registry import lookup
-
-    dev, eff = models(data)
-    eff = eff.model_copy(update={"op_overhead_s": 1e-9, "phase_overhead_s": {}, "module_overhead_s": None})
-    clock = time.process_time if threads == 1 else time.perf_counter
+    STEP_TENSORS[1] and over STEP_TENSORS[0] tensors of STEP_SIZE floats (`paired`, STEP_ROUNDS pairs); the
+    difference less its ops' work (their curves and floors in the overlay `data`) over the difference in ops is the
+    cost per op, and the smaller step less its ops is the cost per step. The tiny nets' optimizer phases cannot tell
+    the two apart (their steps start after backward passes that leave the caches warm, and a per-step cost spreads
+    over their few ops: fitted through them the cost per op came out 3.7 µs on the development VM's EPYC, measured
+    here 1.6-2.0 µs)."""
     opts = [_adamw(n, STEP_SIZE) for n in STEP_TENSORS]
-    times: list[list[float]] = [[], []]
-    for _ in range(STEP_ROUNDS):
-        for i, opt in enumerate(opts):
-            t0 = clock()
-            opt.step()
-            times[i].append(clock() - t0)
-    ops, work = [], []
-    for opt in opts:
-        calls = _counted(opt.step)
-        ops.append(len(calls))
-        work.append(
-            sum(
-                op_time(dev, eff, f, b, 1, (e.category if (e := lookup(name)) else "memory"), "fp32",
-                        phase="optimizer", op=name).seconds - 1e-9
-                for name, f, b, _ in calls
-            )
-        )  # fmt: skip
-    return split_costs([statistics.median(t) for t in times], ops, work, dispatch_s)
+    seconds, ops, work = paired(data, threads, [opt.step for opt in opts], STEP_ROUNDS, "optimizer")
+    return split_costs(seconds, ops, work, dispatch_s)
 
 
 # A recurrent layer run step by step (a GRU on a CPU, which oneDNN does not fuse there) issues about fifteen tiny ops
@@ -221,12 +197,26 @@ LOOP_WIDTH, LOOP_BATCH, LOOP_STEPS, LOOP_ROUNDS = 8, 4, (8, 40), 100
 def loop_overheads(data: dict, threads: int, dispatch_s: float, module_s: float | None) -> tuple[float, float]:
     """(fixed cost per forward op a recurrent layer issues from its C++ loop, per call of the layer) on a CPU,
     measured directly: a GRU LOOP_WIDTH wide over LOOP_BATCH rows, its forward pass (with autograd recording, as
-    in training) over LOOP_STEPS[1] and LOOP_STEPS[0] steps, alternating, the median of LOOP_ROUNDS each (the
-    process clock at one thread, else the wall clock); split as split_costs does, never below half a dispatch
-    from Python (`dispatch_s`: an op issued from C++ skips the binding's share), the call's share less one module
-    call (`module_s`, which estimates add for every module)."""
+    in training) over LOOP_STEPS[1] and LOOP_STEPS[0] steps (`paired`, LOOP_ROUNDS pairs), split as split_costs
+    does, never below half a dispatch from Python (`dispatch_s`: an op issued from C++ skips the binding's share),
+    the call's share less one module call (`module_s`, which estimates add for every module)."""
     import torch
 
+    layer = torch.nn.GRU(LOOP_WIDTH, LOOP_WIDTH, batch_first=True)
+    runs = [lambda x=torch.randn(LOOP_BATCH, n, LOOP_WIDTH): layer(x) for n in LOOP_STEPS]
+    for run in runs:
+        run()
+    seconds, ops, work = paired(data, threads, runs, LOOP_ROUNDS, "forward")
+    per_op, per_call = split_costs(seconds, ops, work, dispatch_s / 2)
+    return per_op, max(0.0, per_call - (module_s or 0.0))
+
+
+def paired(
+    data: dict, threads: int, runs: list[Callable[[], object]], rounds: int, phase: str
+) -> tuple[list[float], list[int], list[float]]:
+    """(median seconds, ops, work) of each of `runs`, timed alternately `rounds` times (the process clock at one
+    thread, else the wall clock): the ops the profiler counts in a run and their work in `phase` by the curves and
+    floors of the overlay `data`, without fixed costs. What split_costs takes."""
     from advisor.calibration.ops import _counted
     from advisor.calibration.overlay import models
     from advisor.estimator.roofline import op_time
@@ -235,12 +225,8 @@ def loop_overheads(data: dict, threads: int, dispatch_s: float, module_s: float 
     dev, eff = models(data)
     eff = eff.model_copy(update={"op_overhead_s": 1e-9, "phase_overhead_s": {}, "module_overhead_s": None})
     clock = time.process_time if threads == 1 else time.perf_counter
-    layer = torch.nn.GRU(LOOP_WIDTH, LOOP_WIDTH, batch_first=True)
-    runs = [lambda x=torch.randn(LOOP_BATCH, n, LOOP_WIDTH): layer(x) for n in LOOP_STEPS]
-    for run in runs:
-        run()
-    times: list[list[float]] = [[], []]
-    for _ in range(LOOP_ROUNDS):
+    times: list[list[float]] = [[] for _ in runs]
+    for _ in range(rounds):
         for i, run in enumerate(runs):
             t0 = clock()
             run()
@@ -252,12 +238,11 @@ def loop_overheads(data: dict, threads: int, dispatch_s: float, module_s: float 
         work.append(
             sum(
                 op_time(dev, eff, f, b, 1, (e.category if (e := lookup(name)) else "memory"), "fp32",
-                        phase="forward", op=name).seconds - 1e-9
+                        phase=phase, op=name).seconds - 1e-9
                 for name, f, b, _ in calls
             )
         )  # fmt: skip
-    per_op, per_call = split_costs([statistics.median(t) for t in times], ops, work, dispatch_s / 2)
-    return per_op, max(0.0, per_call - (module_s or 0.0))
+    return [statistics.median(t) for t in times], ops, work
 
 
 def split_costs(seconds: list[float], ops: list[int], work: list[float], dispatch_s: float) -> tuple[float, float]:

@@ -413,7 +413,8 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
     module_s = 0.0
     if eff.module_overhead_s and profile.module_calls:
         module_s = eff.module_overhead_s * profile.module_calls
-    module_s += loop_calls_s(profile, eff, recurrent_modules(profile, eff, device.kind == "cpu"))
+    if eff.loop_call_s and profile.rnns:  # the layers run step by step: their calls' Python
+        module_s += loop_calls_s(profile, eff, recurrent_modules(profile, eff, device.kind == "cpu"))
     has_blocks = bool(rec.masks[:, KEYS.index(("block", "forward"))].any())
     slots = float(device.sm_count * max(1, eff.tiles_per_sm or 1)) if eff.gemm_tile and device.sm_count else 0.0
     return OpTable(

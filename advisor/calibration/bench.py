@@ -460,7 +460,7 @@ def run(
             between(i)
             m.between_s += time.perf_counter() - t0
     m.parallel_op_s = [t for t in (*m.parallel_op_s, probe()) if t is not None]
-    m.tiny_steps = [r.pop("tiny_steps") for r in results if r.get("tiny_steps")]  # fitted apart (fit_overheads)
+    m.tiny_steps = [steps for r in results if (steps := r.pop("tiny_steps", None))]  # fitted apart (fit_overheads)
     merged = median_of(results)
     merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")
     merged_keys += DEPTHWISE_KEYS + TRANSPOSED_KEYS

@@ -1276,3 +1276,57 @@ def test_the_optimizer_phase_pays_its_fixed_cost_per_step_by_the_steps_bytes():
             phases[kind, name] = est.phases["optimizer"].seconds
     assert phases["cpu", "with"] - phases["cpu", "without"] == pytest.approx(optimizer_step_s(eff, moved))
     assert phases["gpu", "with"] == pytest.approx(phases["gpu", "without"])
+
+
+def test_a_cpu_kernel_converts_inputs_of_another_dtype_first(tmp_path):
+    """PyTorch's CPU kernels convert every input of another dtype than the op computes in before running
+    (TensorIterator: input.to(common_dtype)); CUDA kernels cast as they load. The profile records each such
+    conversion as an aten._to_copy with the layout 'cpu_cast', reading and writing the converted size; the
+    estimate costs it on a CPU only, the same in the scalar op cost and the vectorized op table."""
+    import numpy as np
+
+    from advisor import api
+    from advisor.estimator.parallel.tensor import roles
+    from advisor.estimator.passes import op_table, record_times
+    from advisor.estimator.roofline import profile_times
+    from advisor.profiler.profile import profile_model
+    from advisor.vocab import CPU_CAST
+
+    model = tmp_path / "amax_pool.py"
+    model.write_text(
+        "import torch\n\n\n"
+        "def build_model():\n    return torch.nn.Linear(16, 16)\n\n\n"
+        "def example_batch(batch_size):\n    return torch.randn(batch_size, 4, 16)\n\n\n"
+        "def training_step(model, batch):\n    return model(batch).amax(dim=2).sum()\n"
+    )
+    prof = profile_model(model, batch_size=2, device="meta")
+    casts = [o for o in prof.ops if o.layout == CPU_CAST]
+    # amax's backward is (g / mask.sum(2, keepdim=True)) * mask with mask = (y == amax), bools [2, 4, 16]:
+    # - the sum converts the mask to int64 first: 2 x 4 x 16 x 8 B = 1,024 B, 512 B a sample, read and written
+    # - the division converts the int64 count [2, 4, 1] to fp32: 8 x 4 B = 32 B, 16 B a sample
+    # - the product converts the mask to fp32: 128 x 4 B = 512 B, 256 B a sample
+    got = [(o.op, o.phase, o.shapes, o.dtype, o.bytes_read.per_sample, o.bytes_written.per_sample) for o in casts]
+    assert got == [
+        ("aten._to_copy", "backward", "[2, 4, 16]", "int64", 512.0, 512.0),
+        ("aten._to_copy", "backward", "[2, 4, 1]", "fp32", 16.0, 16.0),
+        ("aten._to_copy", "backward", "[2, 4, 16]", "fp32", 256.0, 256.0),
+    ]
+    # the forward's fp32 ops and the eq of two fp32 tensors (a bool out) convert nothing
+    assert all(o.phase == "backward" for o in casts)
+
+    # the CPU fixture at micro-batch 10: 2 x 5,120 B at 0.5 of 1e10 B/s = 2.048 µs + the 10 µs fixed cost
+    first = profile_op_time(casts[0], CPU, EFF, prof.precision, "fp32", 10, prof.bytes(10), prof.batch_size)
+    assert first.seconds == pytest.approx(2 * 5120 / 5e9 + 10e-6, rel=1e-9)
+    cpu_times = [t for _, t in profile_times(prof, CPU, EFF, "fp32", 10)]
+    got, want, _ = table_and_scalar(prof, EFF, batch=10)
+    assert got == pytest.approx(want, rel=1e-12)  # on a CPU every record costs what its scalar cost says
+
+    cat = api.catalog()
+    gpu = cat.devices["h100-sxm"]
+    eff = cat.efficiency[gpu.efficiency]
+    table = op_table(prof, roles(prof, prof.structure), gpu, eff, "fp32")
+    seconds = record_times(table, [10], [1], [1], [False])["seconds"][0]
+    is_cast = np.array([o.layout == CPU_CAST for o in prof.ops])
+    assert (seconds[is_cast] == 0).all() and (seconds[~is_cast] > 0).all()
+    # the scalar reference leaves the three conversions out on the GPU, and keeps them on the CPU
+    assert len(profile_times(prof, gpu, eff, "fp32", 10)) == len(cpu_times) - 3

@@ -51,7 +51,7 @@ from advisor.estimator.roofline import (
     within,
 )
 from advisor.profiler.schema import Profile
-from advisor.vocab import BLOCK_MATMUL_DTYPE
+from advisor.vocab import BLOCK_MATMUL_DTYPE, CPU_CAST
 
 REGIONS = ("before", "block", "after")
 FP8_CAST_SHARE = 0.75
@@ -336,6 +336,9 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
             blocks[j] = kernels.channel_blocks(op, norms, dtype) or (0, 0, 0, 0)
         per_byte = kernels.gather_blocks_per_byte(op, eff.row_gather, dtype) * scale_b
         gather[j] = op.bytes_written.fixed * per_byte, op.bytes_written.per_sample * per_byte
+        if not cpu and op.layout == CPU_CAST:  # a CPU kernel's dtype conversion: other devices cast as they load
+            live[j], host_calls[j] = 0.0, 0.0
+            continue
         if not fused and phase != "optimizer" and op.op not in SCATTERS and not (category == "matrix" and kernel_data):
             continue
         if within(op.module, fused) or (phase == "optimizer" and op.op in STATE_INIT):

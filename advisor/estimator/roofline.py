@@ -22,6 +22,7 @@ from advisor.catalog.schema import Device, Efficiency
 from advisor.profiler.schema import OpRecord, Profile
 from advisor.vocab import (
     COMPUTE_DTYPE,
+    CPU_CAST,
     DEPTHWISE,
     DTYPE_BYTES,
     DTYPES,
@@ -424,7 +425,7 @@ def profile_times(profile: Profile, device: Device, eff: Efficiency, precision: 
     stepped = recurrent_modules(profile, eff, cpu)
     out = []
     for op in profile.ops:
-        if within(op.module, fused):
+        if within(op.module, fused) or (op.layout == CPU_CAST and not cpu):  # CPU_CAST: GPUs cast as they load
             continue
         if op.phase == "optimizer" and op.op in STATE_INIT:
             continue  # the profiled step created the optimizer's state; steady-state steps do not

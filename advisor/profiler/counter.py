@@ -22,7 +22,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from advisor.profiler.registry import Call, Entry, lookup
-from advisor.vocab import EMBEDDING_GRADS
+from advisor.vocab import CPU_CAST, EMBEDDING_GRADS
 
 DTYPES = {
     torch.float32: "fp32",
@@ -60,6 +60,13 @@ CONTIGUOUS_OPS = {
     "aten.native_layer_norm": 0,
     "aten.native_layer_norm_backward": 1,
 }
+# Ops whose CPU kernels first convert every input of another dtype than the op computes in (PyTorch's
+# TensorIterator on a CPU: `input.to(common_dtype)` for each such input; a reduction of bools converts them to int64
+# first): a mask multiplied into a gradient (amax's and max's backward), a bool mask summed. CUDA kernels cast as they
+# load and copy nothing. Comparisons compute in their inputs' promoted dtype, the rest in their output's.
+PROMOTING = {"aten.add", "aten.sub", "aten.rsub", "aten.mul", "aten.div", "aten.maximum", "aten.minimum"}
+PROMOTING |= {name + "_" for name in PROMOTING if name != "aten.rsub"} | {"aten.sum", "aten.mean"}
+COMPARISONS = {"aten.eq", "aten.ne", "aten.lt", "aten.le", "aten.gt", "aten.ge"}
 RNN_MODES = {"LSTM", "GRU", "RNN_TANH", "RNN_RELU"}
 FREE_OPS = {"aten._unsafe_view", "aten.lift_fresh", "aten.alias", "aten.detach", "aten._reshape_alias"}
 # Ops that only allocate: their memory counts, but no kernel runs and no byte moves.
@@ -326,6 +333,8 @@ class Counter(TorchDispatchMode):
                 shapes.append(("list", len(ts), sum(x.numel() for x in ts)))
                 read += sum(span_bytes(x) for x in ts)
                 first_in = first_in if first_in is not None else ts[0]
+        if info.name in PROMOTING or info.name in COMPARISONS:
+            self._casts(info.name, args, kwargs, outs)
         written = 0
         for o in outs:
             written += o.numel() * o.element_size()
@@ -370,6 +379,27 @@ class Counter(TorchDispatchMode):
             index = self.keys[key] = len(self.keys)
         self.calls.append((index, flops, read, written))
         return out
+
+    def _casts(self, name: str, args, kwargs, outs) -> None:
+        """Records the conversions a CPU kernel of `name` makes of its inputs of another dtype than the one it
+        computes in (PROMOTING), as aten._to_copy calls with the layout CPU_CAST: each reads the input and writes it
+        in the common dtype, and the op then reads the converted copy, which its own record counts at the input's
+        dtype; so a cast's record reads and writes the converted size (n x the common dtype's bytes) each.
+        Single elements (scalars, 0-dim tensors) are left out: they are converted as the kernel loads them."""
+        ins = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        if name in COMPARISONS:
+            common = torch.result_type(ins[0], ins[1]) if len(ins) == 2 else None
+        else:
+            common = outs[0].dtype if outs else None
+        if common is None:
+            return
+        size = torch.empty((), dtype=common, device="meta").element_size()
+        for a in ins:
+            if a.dtype != common and a.numel() > 1:
+                key = ("aten._to_copy", (tuple(a.shape),), dtype_name(common), self.phase, self._module(), "memory",
+                       False, CPU_CAST, False, None)  # fmt: skip
+                index = self.keys.setdefault(key, len(self.keys))
+                self.calls.append((index, 0.0, a.numel() * size, a.numel() * size))
 
     def _module(self) -> str:
         if self.phase == "forward":

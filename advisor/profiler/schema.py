@@ -94,8 +94,9 @@ class OpRecord(Strict):
     layout: str | None = Field(
         None,
         description="'channels_last' when a convolution's input is NHWC in memory; 'strided' when an embedding "
-        "gradient's incoming gradient or a LayerNorm's input is not contiguous (the kernel copies it first); None "
-        "for the default",
+        "gradient's incoming gradient or a LayerNorm's input is not contiguous (the kernel copies it first); "
+        "'cpu_cast' for the conversion a CPU kernel makes of an input of another dtype than it computes in "
+        "(costed on CPUs only); None for the default",
     )
     transposed: bool | None = Field(
         None, description="true for a transposed convolution (ConvTranspose), whose weight is [C_in, C_out/groups, *k]"

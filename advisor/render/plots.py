@@ -95,7 +95,7 @@ def roofline_png(profile: Profile, device, efficiency, precision: str, path: Pat
     from advisor.estimator.fused import recurrent_modules
     from advisor.estimator.kernels import channels_last
     from advisor.estimator.roofline import peak_for, profile_op_time, step_bytes, within
-    from advisor.vocab import COMPUTE_DTYPE
+    from advisor.vocab import COMPUTE_DTYPE, CPU_CAST
 
     plt = require_matplotlib()
     batch = batch or profile.batch_size
@@ -104,6 +104,8 @@ def roofline_png(profile: Profile, device, efficiency, precision: str, path: Pat
     stepped = recurrent_modules(profile, efficiency, device.kind == "cpu")
     nhwc = channels_last(profile)
     for op in profile.ops:
+        if op.layout == CPU_CAST and device.kind != "cpu":
+            continue  # a CPU kernel's dtype conversion
         t = profile_op_time(
             op, device, efficiency, profile.precision, precision, batch, step_bytes(profile, batch),
             recurrent=within(op.module, stepped), channels_last=nhwc,

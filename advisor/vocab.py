@@ -119,7 +119,8 @@ EMBEDDING_GRADS: tuple[str, ...] = (
 )
 # The layout of a profile record for a dtype conversion that CPU kernels make before an op whose inputs differ in
 # dtype (PyTorch's TensorIterator converts each such input first; CUDA kernels cast as they load): the profiler
-# records it, the estimator costs it on CPUs and leaves it out elsewhere (profiler/counter.py, estimator/kernels.py).
+# records it, the estimator costs it on CPUs and leaves it out elsewhere (profiler/counter.py; estimator/roofline.py
+# and passes.py).
 CPU_CAST = "cpu_cast"
 # Random draws whose CPU kernels branch on each draw, so their cost depends on the probability (the profile records
 # it, the calibration measures each at one half, the estimator scales its curve: estimator/kernels.draw_factor).

@@ -144,7 +144,8 @@ class Counter(TorchDispatchMode):
         model = model if model is not None else torch.nn.Module()
         self.phase = "forward"
         self.tf32 = tf32
-        self.keys: dict[tuple, int] = {}  # (op, shapes, dtype, phase, module, category, uncounted) -> index
+        self.keys: dict[tuple, int] = {}  # (op, shapes, dtype, phase, module, category, uncounted, layout,
+        # transposed, probability) -> index
         self.calls: list[tuple[int, float, int, int]] = []  # per call: key index, flops, bytes read, written
         self.view_ops = 0
         self.module_calls = 0  # nn.Module calls in the forward pass: Python work no aten op shows
@@ -374,11 +375,12 @@ class Counter(TorchDispatchMode):
         probability = draw(call) if draw else None
         key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout, transposed,
                probability)  # fmt: skip
-        index = self.keys.get(key)
-        if index is None:
-            index = self.keys[key] = len(self.keys)
-        self.calls.append((index, flops, read, written))
+        self._call(key, flops, read, written)
         return out
+
+    def _call(self, key: tuple, flops: float, read: int, written: int) -> None:
+        """One call of the record `key` (a new record's index is the next free one)."""
+        self.calls.append((self.keys.setdefault(key, len(self.keys)), flops, read, written))
 
     def _casts(self, name: str, args, kwargs, outs) -> None:
         """Records the conversions a CPU kernel of `name` makes of its inputs of another dtype than the one it
@@ -398,8 +400,7 @@ class Counter(TorchDispatchMode):
             if a.dtype != common and a.numel() > 1:
                 key = ("aten._to_copy", (tuple(a.shape),), dtype_name(common), self.phase, self._module(), "memory",
                        False, CPU_CAST, False, None)  # fmt: skip
-                index = self.keys.setdefault(key, len(self.keys))
-                self.calls.append((index, 0.0, a.numel() * size, a.numel() * size))
+                self._call(key, 0.0, a.numel() * size, a.numel() * size)
 
     def _module(self) -> str:
         if self.phase == "forward":

@@ -122,6 +122,10 @@ EMBEDDING_GRADS: tuple[str, ...] = (
 # records it, the estimator costs it on CPUs and leaves it out elsewhere (profiler/counter.py; estimator/roofline.py
 # and passes.py).
 CPU_CAST = "cpu_cast"
+# What a profile record's layout may say (profiler/schema.OpRecord.layout): an NHWC convolution, an input the kernel
+# makes contiguous first, a CPU kernel's dtype conversion.
+RECORD_LAYOUTS: tuple[str, ...] = ("channels_last", "strided", CPU_CAST)
+RecordLayout = Literal[RECORD_LAYOUTS]
 # Random draws whose CPU kernels branch on each draw, so their cost depends on the probability (the profile records
 # it, the calibration measures each at one half, the estimator scales its curve: estimator/kernels.draw_factor).
 DRAW_OPS: tuple[str, ...] = ("aten.bernoulli_", "aten.native_dropout")

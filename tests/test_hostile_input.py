@@ -33,6 +33,13 @@ def profile_text(**replace: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def op_field(index: int, field: str, value) -> str:
+    """The shipped profile with one field of one op record set to `value`."""
+    data = io.read_yaml(GPT2)
+    data["ops"][index][field] = value
+    return io.dump_yaml(data)
+
+
 def negative_flops() -> str:
     """The shipped profile with its second op's FLOPs per sample at -10^12 (it would rank at a negative time)."""
     data = io.read_yaml(GPT2)
@@ -240,6 +247,7 @@ def test_oversized_input_is_refused_naming_the_override(tmp_path, capfd, monkeyp
         ("batch_size_zero", "batch_size"),
         ("unknown_precision", "precision"),
         ("unknown_dtype", "unknown dtype"),
+        ("unknown_layout", "ops.1.layout"),
     ],
 )
 def test_nonsense_profile_is_refused(tmp_path, capfd, case, fragment):
@@ -250,6 +258,7 @@ def test_nonsense_profile_is_refused(tmp_path, capfd, case, fragment):
         "batch_size_zero": profile_text(batch_size="0"),
         "unknown_precision": profile_text(precision="fp7"),
         "unknown_dtype": profile_text().replace("dtype: int64", "dtype: int65", 1),
+        "unknown_layout": op_field(1, "layout", "cpu-cast"),  # a typo of cpu_cast is not taken as no layout
     }[case]
     path = tmp_path / f"{case}.yaml"
     path.write_text(text)

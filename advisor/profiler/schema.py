@@ -21,6 +21,7 @@ from advisor.vocab import (  # noqa: F401 - PHASES is re-exported
     ModelSourceKind,
     Phase,
     Precision,
+    RecordLayout,
 )
 
 SCHEMA_VERSION = 1
@@ -91,7 +92,7 @@ class OpRecord(Strict):
     bytes_written: Linear
     shapes: Text = Field("", description="input shapes at the default batch size, for display")
     uncounted: bool = Field(False, description="no FLOP formula is known for this op: flops are 0")
-    layout: str | None = Field(
+    layout: RecordLayout | None = Field(
         None,
         description="'channels_last' when a convolution's input is NHWC in memory; 'strided' when an embedding "
         "gradient's incoming gradient or a LayerNorm's input is not contiguous (the kernel copies it first); "

@@ -383,10 +383,10 @@ class Counter(TorchDispatchMode):
         self.calls.append((self.keys.setdefault(key, len(self.keys)), flops, read, written))
 
     def _casts(self, name: str, args, kwargs, outs) -> None:
-        """Records the conversions a CPU kernel of `name` makes of its inputs of another dtype than the one it
-        computes in (PROMOTING), as aten._to_copy calls with the layout CPU_CAST: each reads the input and writes it
-        in the common dtype, and the op then reads the converted copy, which its own record counts at the input's
-        dtype; so a cast's record reads and writes the converted size (n x the common dtype's bytes) each.
+        """Records the conversions a CPU kernel of `name` (PROMOTING, COMPARISONS) makes of its inputs of another
+        dtype than the one it computes in, as aten._to_copy calls with the layout CPU_CAST: each reads the input and
+        writes it in the common dtype, and the op then reads the converted copy, which its own record counts at the
+        input's dtype; so a cast's record reads and writes the converted size (n x the common dtype's bytes) each.
         Single elements (scalars, 0-dim tensors) are left out: they are converted as the kernel loads them."""
         ins = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
         if name in COMPARISONS:
@@ -395,7 +395,7 @@ class Counter(TorchDispatchMode):
             common = outs[0].dtype if outs else None
         if common is None:
             return
-        size = torch.empty((), dtype=common, device="meta").element_size()
+        size = common.itemsize
         for a in ins:
             if a.dtype != common and a.numel() > 1:
                 key = ("aten._to_copy", (tuple(a.shape),), dtype_name(common), self.phase, self._module(), "memory",

@@ -106,6 +106,10 @@ GEMM_LAYOUTS: tuple[str, ...] = ("forward", "input_grad", "weight_grad")
 GemmLayout = Literal[GEMM_LAYOUTS]
 DEPTHWISE = "depthwise"  # the kernel variant of a depthwise convolution (one input channel a group), calibrated apart
 TRANSPOSED = "transposed"  # the kernel variant of a transposed convolution (ConvTranspose), calibrated apart
+# oneDNN's reorders of a plain convolution's activations into its channel-blocked layout and back, by whether the
+# channel count is on the block or padded up to it (calibration/kernels.reorder_layers, estimator/kernels.py)
+CONV_REORDERS: tuple[str, ...] = ("aligned", "padded")
+ConvReorder = Literal[CONV_REORDERS]
 Phase = Literal[PHASES]
 CATEGORIES: tuple[str, ...] = ("matrix", "vector", "memory")
 Category = Literal[CATEGORIES]

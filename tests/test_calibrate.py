@@ -373,3 +373,34 @@ def test_kernels_are_timed_on_a_held_heap_and_glibc_thresholds_come_back():
     assert after >= 0.9 * 2 * 32768
     with held_heap("cuda") as held:  # a GPU's kernels: nothing held
         assert not held
+
+
+def test_the_calibration_measures_layout_reorders_and_fits_the_conv_curves_without_them():
+    m = fake_measurements()  # bandwidth 2e10, fp32 peak 2e11, dispatch 1 µs
+    m.blocks = [(c, c, 1e-6 * (-(-c // 16) * 16) ** 2) for c in (20, 24, 32, 40, 48)]  # oneDNN's blocks of 16
+    # kernels.reorder_points, (channels, elements, seconds of both passes): 64 channels, 1e5 and 1e6 elements: a pass
+    # moves 4 x 1e5 x (64 + 64) / 64 = 8e5 B (and 8e6), two in 0.26 ms (1.7 ms): the line through them has 0.1 ms
+    # at no bytes (the passes' fixed cost, left to the layers' fixed cost) and 2e-10 s a byte, 1e10 B/s for both
+    # passes' 1.6e6 (1.6e7) B: 0.5 of 2e10 at both sizes. 58 channels, 950,272 elements alone: a pass
+    # 4 x 950,272 x 122 / 58 = 7,995,392 B, two in 3.1981568 ms -> 5e9 B/s, 0.25. A layer no slower on NCHW input
+    # than on NHWC (noise) says nothing.
+    m.reorder = [(64, 1e6, 1.7e-3), (64, 1e5, 0.26e-3), (58, 950_272, 3.1981568e-3), (64, 1e4, -1e-6)]
+    # one dense 3x3 layer, 32 channels in and out at 32x32, batch 16: x = y = 524,288 elements, a pass 4,194,304 B
+    # each way at 0.5 of 2e10: 0.4194 ms, both 0.83886 ms. 1.6e8 FLOPs in 1.83986 ms = 1 µs dispatch + the reorders
+    # + 1 ms of kernel: 1.6e11 FLOP/s, 0.8 of the peak
+    m.conv = [(1.6e8, 1e6, 1.83986e-3)]
+    m.conv_geometry = {"conv": [(32, 32, 524_288, 524_288, 1)], "conv_backward": [], "depthwise": [],
+                       "depthwise_backward": []}  # fmt: skip
+    _, eff = models(build(m, {"forward": 20e-6}))
+    assert eff.conv_channel_block == 16
+    assert {k: [(s.min_size, s.efficiency) for s in v] for k, v in eff.conv_reorder.items()} == {
+        "aligned": [(0, 0.5), (2.53e6, 0.5)],  # the second from sqrt(8e5 x 8e6)
+        "padded": [(0, 0.25)],
+    }
+    assert [s.efficiency for s in eff.conv_by_intensity] == [pytest.approx(0.8, abs=1e-3)]
+    # without the layers' geometry the curve keeps the reorders (1.6e8 / 1.83886 ms = 8.70e10: 0.435) and the
+    # overlay leaves them out, so that an estimate does not count them twice
+    m.conv_geometry = {}
+    _, eff = models(build(m, {"forward": 20e-6}))
+    assert eff.conv_reorder == {}
+    assert [s.efficiency for s in eff.conv_by_intensity] == [pytest.approx(0.435, abs=1e-3)]

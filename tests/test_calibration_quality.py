@@ -119,6 +119,8 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
             "copy": [bench.Point(5e7, next(times))],
             "first_touch": (2e-10, True),
             "handoff": ([], []),
+            "conv_geometry": {},
+            "reorder": [],
         }
 
     monkeypatch.setattr(bench, "_sweep", sweep)

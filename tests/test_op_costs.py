@@ -1330,3 +1330,69 @@ def test_a_cpu_kernel_converts_inputs_of_another_dtype_first(tmp_path):
     assert (seconds[is_cast] == 0).all() and (seconds[~is_cast] > 0).all()
     # the scalar reference leaves the three conversions out on the GPU, and keeps them on the CPU
     assert len(profile_times(prof, gpu, eff, "fp32", 10)) == len(cpu_times) - 3
+
+
+def test_a_cpu_convolution_on_nchw_tensors_pays_onednns_layout_reorders_at_their_size(tmp_path):
+    """conv_reorder (measured by advisor calibrate): oneDNN runs a convolution on plain NCHW tensors in its
+    channel-blocked layout, so each call reorders its input in and its output back, each pass reading the plain
+    tensor and writing the blocked one padded to whole blocks of 16, at a rate by the pass's own bytes (aligned and
+    padded channels apart). The scalar op cost and the vectorized op table agree."""
+    from advisor.profiler.profile import profile_model
+
+    eff = with_(
+        conv_channel_block=16,
+        conv_reorder={"aligned": [{"min_size": 0, "efficiency": 0.5}], "padded": [{"min_size": 0, "efficiency": 0.25}]},
+    )
+    # a ShuffleNet depthwise layer, 58 channels at 64x64, batch 32: x = y = 32·58·4096 = 7,602,176 elements; FLOPs
+    # 2 x y x (1·3·3) = 136,839,168. A pass moves 4 B x 7,602,176 x (58 + 64) / 58 = 63,963,136 bytes, both padded.
+    dw = record(op="aten.convolution", flops=136_839_168 / 32, shapes="[32, 58, 64, 64], [58, 1, 3, 3]")
+    assert kernels.reorder_passes(dw, eff, "fp32", 32) == [(63_963_136, 1, True), (63_963_136, 1, True)]
+    # each at 1e10 B/s x 0.25: 25.585 ms, two passes 51.171 ms on top of what the layer costs without them
+    plain = profile_op_time(dw, CPU, with_(conv_channel_block=16), "fp32", "fp32", 32, 0.0, 32).seconds
+    assert profile_op_time(dw, CPU, eff, "fp32", "fp32", 32, 0.0, 32).seconds == pytest.approx(plain + 51.1705088e-3)
+    # at batch 64 each pass is twice as large, so twice as long (the curves are flat here); the layer's own work too
+    plain64 = profile_op_time(dw, CPU, with_(conv_channel_block=16), "fp32", "fp32", 64, 0.0, 32).seconds
+    assert profile_op_time(dw, CPU, eff, "fp32", "fp32", 64, 0.0, 32).seconds == pytest.approx(plain64 + 102.3410176e-3)
+    # a 1x1 layer 64 -> 58 at 16x16, batch 8, with a bias: x = 131,072 elements, y = 118,784; FLOPs 2 x y x 64 + y.
+    # Input pass 4 x 131,072 x (64 + 64) / 64 = 1,048,576 B, aligned; output 4 x 118,784 x 122 / 58 = 999,424 B, padded
+    pw = record(
+        op="aten.convolution", flops=(2 * 118_784 * 64 + 118_784) / 8, shapes="[8, 64, 16, 16], [58, 64, 1, 1], [58]"
+    )
+    assert kernels.reorder_passes(pw, eff, "fp32", 8) == [(1_048_576, 1, False), (999_424, 1, True)]
+    # its backward, both gradients (FLOPs 2 x 2 x y x 64): the output gradient in twice, the input in and its
+    # gradient out; with the weight gradient alone (FLOPs 2 x y x 64) the input comes in once
+    back = record(
+        op="aten.convolution_backward",
+        flops=4 * 118_784 * 64 / 8,
+        shapes="[8, 58, 16, 16], [8, 64, 16, 16], [58, 64, 1, 1]",
+    )
+    assert kernels.reorder_passes(back, eff, "fp32", 8) == [(1_048_576, 2, False), (999_424, 2, True)]
+    weights = back.model_copy(update={"flops": Linear(per_sample=2 * 118_784 * 64 / 8)})
+    assert kernels.reorder_passes(weights, eff, "fp32", 8) == [(1_048_576, 1, False), (999_424, 2, True)]
+    # 1,048,576 x 2 / (1e10 x 0.5) + 999,424 x 2 / (1e10 x 0.25) = 0.41943 + 0.79954 ms
+    assert kernels.reorder_s(kernels.reorder_passes(back, eff, "fp32", 8), 1e10, eff.conv_reorder) == pytest.approx(
+        1.2189696e-3
+    )
+    # a stem's 3 channels under a spatial kernel are read as they are: only its 16-channel output goes back,
+    # 4 x 16·16·1024 x 2 = 131,072 x 8 bytes (y from FLOPs 2 x y x 27)
+    stem = record(op="aten.convolution", flops=2 * 16_384 * 27, shapes="[1, 3, 32, 32], [16, 3, 3, 3]")
+    assert kernels.reorder_passes(stem, eff, "fp32", 1) == [(131_072, 1, False)]
+    # none for a channels-last layer (NHWC kernels), a transposed one (its own curves), nor a family without the data
+    assert kernels.reorder_passes(dw.model_copy(update={"layout": "channels_last"}), eff, "fp32", 32) == []
+    assert kernels.reorder_passes(dw.model_copy(update={"transposed": True}), eff, "fp32", 32) == []
+    assert kernels.reorder_passes(dw, with_(conv_channel_block=16), "fp32", 32) == []
+    assert kernels.reorder_passes(record(op="aten.mm", flops=1e6, shapes="[8, 8], [8, 8]"), eff, "fp32", 1) == []
+    model = tmp_path / "shuffle.py"
+    model.write_text(
+        "import torch\nfrom torch import nn\n"
+        "def build_model():\n"
+        "    return nn.Sequential(nn.Conv2d(3, 24, 3, padding=1), nn.Conv2d(24, 58, 1),\n"
+        "                         nn.Conv2d(58, 58, 3, stride=2, padding=1, groups=58), nn.Flatten(),\n"
+        "                         nn.Linear(58 * 16, 4))\n"
+        "def example_batch(n):\n    return torch.randn(n, 3, 8, 8), torch.randint(0, 4, (n,))\n"
+        "def training_step(model, batch):\n"
+        "    return nn.functional.cross_entropy(model(batch[0]), batch[1])\n"
+    )
+    prof = profile_model(model, batch_size=4, device="meta")
+    assert any(kernels.reorder_passes(o, eff, "fp32", 4) for o in prof.ops)
+    assert_table_is_scalar(prof, CPU, eff, (1, 4, 64))

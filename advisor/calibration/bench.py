@@ -78,6 +78,9 @@ class Measurements:
     transposed: list[tuple[float, float, float]] = field(default_factory=list)
     transposed_backward: list[tuple[float, float, float]] = field(default_factory=list)
     blocks: list[tuple[int, int, float]] = field(default_factory=list)  # CPUs: kernels.block_points
+    # the layers behind conv, conv_backward, depthwise and depthwise_backward, point by point (kernels.geometry)
+    conv_geometry: dict[str, list[tuple]] = field(default_factory=dict)
+    reorder: list[tuple[int, float, float]] = field(default_factory=list)  # CPUs: kernels.reorder_points
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
     windows: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # pooling op -> (F, B, s): ops.windows
     draws: dict[str, float] = field(default_factory=dict)  # draw op -> time at p = 0.5 over its curve's (ops.py)
@@ -310,10 +313,11 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
     tick("matmul shapes")
     skinny = kernels.skinny_points(device, clock, quick)
     tick("convolutions")
-    conv, conv_backward, conv_small, conv_backward_small = kernels.conv_points(device, clock, quick)
-    depthwise = kernels.conv_points(device, clock, quick, depthwise=True)
+    conv, conv_backward, conv_small, conv_backward_small, *conv_geo = kernels.conv_points(device, clock, quick)
+    *depthwise, dw_geo, dw_bwd_geo = kernels.conv_points(device, clock, quick, depthwise=True)
     transposed = kernels.conv_points(device, clock, quick, transposed=True)
     blocks = [] if cuda else kernels.block_points(device, clock, quick)
+    reorder = [] if cuda else kernels.reorder_points(device, clock, quick)
     smallest = kernels.floors(device, clock)
     launch_s = None
     if cuda:
@@ -364,6 +368,13 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         **dict(zip(DEPTHWISE_KEYS, depthwise, strict=True)),
         **dict(zip(TRANSPOSED_KEYS, transposed[:2], strict=True)),  # one batch: no quarter-batch lists
         "blocks": blocks,
+        "conv_geometry": {
+            "conv": conv_geo[0],
+            "conv_backward": conv_geo[1],
+            "depthwise": dw_geo,
+            "depthwise_backward": dw_bwd_geo,
+        },
+        "reorder": reorder,
         "floors": smallest,
         "launch_s": launch_s,
         "copy": copy,
@@ -463,6 +474,7 @@ def run(
     m.tiny_steps = [steps for r in results if (steps := r.pop("tiny_steps", None))]  # fitted apart (fit_overheads)
     merged = median_of(results)
     merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")
+    merged_keys += ("conv_geometry", "reorder")
     merged_keys += DEPTHWISE_KEYS + TRANSPOSED_KEYS
     for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows", "draws", "optimizer_cold"):
         setattr(m, key, merged[key])

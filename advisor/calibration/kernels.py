@@ -68,6 +68,12 @@ TRANSPOSED_SHAPES = (
     (16, 256, 128, 8, 1, 2, 2),
     (16, 64, 32, 16, 1, 4, 2),
 )
+# CPUs: oneDNN's reorders of NCHW activations into its channel-blocked layout and back (reorder_points), on 1x1 layers
+# of as many channels out as in, one count on the blocks (64) and one off them (58, ShuffleNet's), from a quarter MB
+# to over 100 MB a pass (the calibration's other layers hold 2 MB): in and out of the caches
+REORDER_CHANNELS = (64, 58)
+REORDER_SIDES = (8, 16, 32, 64, 128)
+REORDER_BATCH = 16
 # A CPU also times every layer above at 1/SMALL_BATCH_SHARE of its batch (conv_points).
 SMALL_BATCH_SHARE = 4
 # CPUs: dense 3x3 layers with as many channels out as in, at counts on and off the blocks a library with
@@ -194,11 +200,12 @@ def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False,
     """Forward and backward (input and weight gradients) of CNN-like conv2d layers (CONV_SHAPES, or with
     `depthwise` DEPTHWISE_SHAPES, with `transposed` TRANSPOSED_SHAPES), NCHW as eager runs them: lists of (FLOPs,
     bytes read + written, seconds) per call, counted by the profiler's counter, as (forward, backward, forward at a
-    quarter of the batch, backward at a quarter of the batch). A CPU times each dense and depthwise layer at both
+    quarter of the batch, backward at a quarter of the batch), then the full-batch points' `geometry` (forward,
+    backward). A CPU times each dense and depthwise layer at both
     batches (SMALL_BATCH_SHARE): from two samples on, oneDNN's call costs some 50-190 µs that do not grow with the
     batch, which the two sizes separate from the per-sample rate (see overlay.conv_setup); a GPU, and every device's
     transposed layers, the full batch only (the quarter-batch lists stay empty)."""
-    fwd, bwd, fwd_small, bwd_small = [], [], [], []
+    fwd, bwd, fwd_small, bwd_small, geo_fwd, geo_bwd = [], [], [], [], [], []
     if depthwise:
         gpu = DEPTHWISE_SHAPES_GPU if device == "cuda" else ()
         shapes = DEPTHWISE_SHAPES[::4] if quick else DEPTHWISE_SHAPES + gpu
@@ -216,15 +223,45 @@ def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False,
             part = _conv_layer(
                 device, clock, small, cin, cout, side, groups, k, stride, f"{shape} batch {small}", transposed
             )
-        for i, (out, out_small) in enumerate(((fwd, fwd_small), (bwd, bwd_small))):
-            if full[i] is None:
+        for i, (out, out_small, geo) in enumerate(((fwd, fwd_small, geo_fwd), (bwd, bwd_small, geo_bwd))):
+            if full[i] is None or (part is not None and part[i] is None):
                 continue
-            if part is None:
-                out.append(full[i])
-            elif part[i] is not None:  # the two sizes come in pairs, in the same order
-                out.append(full[i])
+            out.append(full[i])
+            geo.append(geometry(n, cin, cout, side, k, stride, transposed))
+            if part is not None:  # the two sizes come in pairs, in the same order
                 out_small.append(part[i])
-    return fwd, bwd, fwd_small, bwd_small
+    return fwd, bwd, fwd_small, bwd_small, geo_fwd, geo_bwd
+
+
+def geometry(n: int, cin: int, cout: int, side: int, k: int, stride: int, transposed: bool) -> tuple:
+    """(input channels, output channels, input elements, output elements, a spatial kernel) of one conv2d layer at
+    batch `n`: what estimator.kernels.layout_passes needs to price its layout reorders; channels 0 for a transposed
+    layer, whose reorders stay in its own curves."""
+    out_side = side * stride if transposed else -(-side // stride)
+    return (0 if transposed else cin), cout, n * cin * side * side, n * cout * out_side * out_side, int(k > 1)
+
+
+def reorder_points(device: str, clock: Clock, quick: bool) -> list[tuple[int, float, float]]:
+    """CPUs: (channels, elements, seconds) of oneDNN's reorders around a convolution, by size and by channels on and
+    off its block: a 1x1 layer of C channels in and out at batch REORDER_BATCH on NCHW input (reordered into the
+    blocked layout and back) less the same layer on channels-last input (NHWC kernels, no reorder), at
+    REORDER_SIDES. The layer does little arithmetic, so the reorders are much of its time; the difference is both
+    passes' seconds (estimator.kernels.layout_passes: one in, one back)."""
+    import torch
+    import torch.nn.functional as F
+
+    out = []
+    for channels in REORDER_CHANNELS:
+        w = torch.randn(channels, channels, 1, 1, device=device)
+        w_last = w.contiguous(memory_format=torch.channels_last)
+        for side in REORDER_SIDES[1::2] if quick else REORDER_SIDES:
+            plain = [torch.randn(REORDER_BATCH, channels, side, side, device=device) for _ in range(2)]
+            last = [t.contiguous(memory_format=torch.channels_last) for t in plain]
+            what = f"reorders {channels}ch {side}px"
+            t_plain = clock(alternate([lambda t=t, w=w: F.conv2d(t, w) for t in plain]), what + " NCHW")
+            t_last = clock(alternate([lambda t=t, w=w_last: F.conv2d(t, w) for t in last]), what + " NHWC")
+            out.append((channels, float(plain[0].numel()), t_plain - t_last))
+    return out
 
 
 def block_points(device: str, clock: Clock, quick: bool) -> list[tuple[int, int, float]]:

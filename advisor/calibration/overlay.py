@@ -145,9 +145,69 @@ def channel_block(points: list[tuple[int, int, float]]) -> int | None:
     return best[1]
 
 
+def reorder_curves(points: list[tuple[int, float, float]], block: int | None, bandwidth: float) -> dict[str, list]:
+    """A CPU's `conv_reorder` curves from kernels.reorder_points, (channels, elements, seconds of both passes): each
+    point's efficiency against `bandwidth` by the bytes one pass moves (estimator.kernels.layout_passes), 'aligned'
+    for channel counts on the library's `block`, 'padded' for the others; {} without a block or points. A point
+    whose NCHW layer was no slower than its NHWC twin (noise on a small one) is left out. The passes' fixed cost per
+    call (the intercept of the line through a kind's two smallest layers, as conv_setup reads a layer's) is left
+    out too: a convolution's fixed cost per call, fitted after these passes are taken off (op_setup_s), holds it."""
+    from advisor.estimator.kernels import layout_passes
+
+    if not block:
+        return {}
+    kinds: dict[str, list[tuple[float, float]]] = {}
+    for channels, elements, seconds in points:
+        if seconds <= 0:
+            continue
+        (nbytes, _, padded), *_ = layout_passes(channels, channels, elements, elements, False, block, 4, False, False)
+        kinds.setdefault("padded" if padded else "aligned", []).append((nbytes, seconds))
+    curves = {}
+    for kind, rows in sorted(kinds.items()):
+        rows.sort()
+        fixed = 0.0
+        if len(rows) >= 2 and rows[1][0] > rows[0][0]:
+            (b1, t1), (b2, t2) = rows[:2]
+            fixed = min(max(0.0, t1 - b1 * (t2 - t1) / (b2 - b1)), 0.9 * t1)
+        curves[kind] = _curve(clustered([(b, 2 * b / (t - fixed) / bandwidth) for b, t in rows]))
+    return curves
+
+
+def reorder_seconds(geometry: tuple, backward: bool, block: int, bandwidth: float, curves: dict) -> float:
+    """Seconds of the layout reorders of one calibration layer (kernels.geometry) at the fitted `curves`."""
+    from advisor.estimator.kernels import layout_passes, reorder_s
+
+    cin, cout, x, y, spatial = geometry
+    passes = layout_passes(int(cin), int(cout), x, y, bool(spatial), block, 4, backward, True)
+    return reorder_s(passes, bandwidth, curves, at=_at)
+
+
 def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
-    """The curves of the calibrated fields: GEMM shape cap, convolutions, named ops."""
+    """The curves of the calibrated fields: GEMM shape cap, convolutions, named ops. Where the CPU's layout reorders
+    were measured (`conv_reorder`), the dense and depthwise curves are fitted on the layers' times less theirs."""
     out: dict = {}
+    block = channel_block(m.blocks)
+    reorders = reorder_curves(m.reorder, block, bandwidth)
+    geometry = m.conv_geometry
+    lists = {"conv": (m.conv, m.conv_small), "conv_backward": (m.conv_backward, m.conv_backward_small),
+             "depthwise": (m.depthwise, m.depthwise_small),
+             "depthwise_backward": (m.depthwise_backward, m.depthwise_backward_small)}  # fmt: skip
+    if reorders and all(len(geometry.get(k, [])) == len(full) for k, (full, _) in lists.items()):
+        # each layer's time less its reorders' at the fitted rates, at both batches (the quarter batch's activations
+        # a quarter of the full one's, as its FLOPs are): the curves and the fixed cost are the kernels' own
+        out["conv_reorder"] = reorders
+
+        def less(points: list, geos: list, full: list, backward: bool) -> list:
+            kept = []
+            for (f, b, t), g, (f_full, *_) in zip(points, geos, full, strict=False):
+                share = f / f_full if f_full > 0 else 1.0
+                scaled = (*g[:2], g[2] * share, g[3] * share, g[4])
+                kept.append((f, b, max(t - reorder_seconds(scaled, backward, block, bandwidth, reorders), 0.1 * t)))
+            return kept
+
+        lists = {k: (less(full, geometry[k], full, k.endswith("backward")),
+                     less(small, geometry[k], full, k.endswith("backward")) if len(small) == len(full) else small)
+                 for k, (full, small) in lists.items()}  # fmt: skip
 
     def gemm_cap(points: list[tuple[float, float, float]]) -> list[dict]:
         # FLOPs per byte -> efficiency; past the squarest measured shape the cap no longer binds
@@ -160,12 +220,12 @@ def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
     if layouts:
         out["matmul_by_layout"] = layouts
     setups = {}
-    for op, key, data, small, dw_key, dw, dw_small, tr_key, tr in (
-        ("aten.convolution", "conv_by_intensity", m.conv, m.conv_small, "depthwise_by_intensity", m.depthwise,
-         m.depthwise_small, "transposed_by_intensity", m.transposed),
-        ("aten.convolution_backward", "conv_backward_by_intensity", m.conv_backward, m.conv_backward_small,
-         "depthwise_backward_by_intensity", m.depthwise_backward, m.depthwise_backward_small,
-         "transposed_backward_by_intensity", m.transposed_backward),
+    for op, key, (data, small), dw_key, (dw, dw_small), tr_key, tr in (
+        ("aten.convolution", "conv_by_intensity", lists["conv"], "depthwise_by_intensity", lists["depthwise"],
+         "transposed_by_intensity", m.transposed),
+        ("aten.convolution_backward", "conv_backward_by_intensity", lists["conv_backward"],
+         "depthwise_backward_by_intensity", lists["depthwise_backward"], "transposed_backward_by_intensity",
+         m.transposed_backward),
     ):  # fmt: skip
         # the call's fixed cost from dense and depthwise layers alike (transposed ones are timed at one batch and
         # pay it too); only the dense ones' efficiency rises with FLOPs per byte (a depthwise layer's backward slows
@@ -298,6 +358,11 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
             f"from the dense and depthwise layers at two batches; "
             f"an out-of-place add by bytes per call for memory-bound work"
             + ("" if m.threads == 1 or not m.handoff_matched else ", and slowed where another thread wrote its input")
+            + (
+                "; oneDNN's layout reorders around a convolution by bytes per pass, taken off the conv curves"
+                if m.reorder
+                else ""
+            )
             + "; "
             "the common vector ops by bytes per call against their own roofline; gelu throughput for other "
             "vector work; and the fixed cost of an op per training phase and of a module call from timing "

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from advisor import units
 from advisor.errors import UserError
-from advisor.vocab import DTYPES, PHASES, DeviceKind, DrawOp, GemmLayout, SoftwareStack, WorkloadKind
+from advisor.vocab import DTYPES, PHASES, ConvReorder, DeviceKind, DrawOp, GemmLayout, SoftwareStack, WorkloadKind
 
 
 def _quantity(kind: str, low: float, high: float):
@@ -515,6 +515,16 @@ class Efficiency(Strict):
         "blocks of 16 channels on AVX-512, 8 on AVX2), measured by advisor calibrate from dense layers at "
         "channel counts on and off it: a dense convolution runs its output channels, and its input channels "
         "beyond one block, rounded up to a whole block (24 channels cost what 32 do). None: not measured",
+    )
+    conv_reorder: dict[ConvReorder, Curve] = Field(
+        {},
+        description="CPUs: oneDNN's reorders of a plain (NCHW) convolution's activations into its channel-blocked "
+        "layout and back, as efficiency against memory_bandwidth by the bytes one pass moves (the plain tensor read "
+        "and the blocked one written, or the reverse): 'aligned' for channel counts on conv_channel_block, 'padded' "
+        "for others (rounded up, on slower kernels). Measured by advisor calibrate as 1x1 layers on NCHW input less "
+        "the same layers on channels-last input; the conv and depthwise curves are then fitted on the layers' times "
+        "less these passes, and an estimate adds them per layer at its own size. Empty: the passes are part of the "
+        "conv curves, at the calibration layers' sizes",
     )
     handoff: Curve | None = Field(
         None,

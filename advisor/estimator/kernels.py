@@ -9,6 +9,12 @@ a profile record (op, shapes, layout) into adjustments of its roofline time, per
   work and the padded copy of the input or output crosses memory.
 - Layout: a 16-bit tensor-core convolution on NCHW input is bracketed by transposes to NHWC and back
   (`nchw_transpose`): its input and output cross memory once more each way.
+- Layout (CPUs): oneDNN runs a convolution on NCHW tensors in a channel-blocked layout (16 channels on AVX-512), so
+  each call reorders its input into that layout and its output back (`layout_passes`); each pass reads and writes
+  the activation, padded to whole blocks, at a rate that falls from the caches to memory (`conv_reorder`, by the
+  bytes of a pass; slower for channel counts off the block). A ShuffleNet-style layer of 58 channels at 64x64,
+  batch 32 (one thread, the development VM's EPYC): 16.3 ms of reorders around a 6.5 ms depthwise kernel, where the
+  calibration's 2 MB layers spend 0.25 ms on them. Channels-last layers run on NHWC kernels without them.
 - Wave quantization: a GEMM or implicit-GEMM convolution runs as ceil(M/tm)·ceil(N/tn) output tiles over
   `sm_count` multiprocessors; the last, partial wave costs a full one. A GEMM with too few tiles and a long
   reduction (a weight gradient) splits the reduction over the idle multiprocessors (split-K, `wave_share`).
@@ -254,6 +260,77 @@ def transpose_bytes(op: OpRecord, eff: Efficiency, dtype: str, batch_scale: floa
     if op.op == CONV_BACKWARD:  # the incoming gradient in, the input gradient out, the saved input again
         return 2 * width * (out + 2 * activations) * op.count
     return 2 * width * (activations + out) * op.count
+
+
+def layout_passes(
+    cin: int, cout: int, x: float, y: float, spatial: bool, block: int, width: int, backward: bool, input_grad: bool
+) -> list[tuple[float, int, bool]]:
+    """oneDNN's reorders of one convolution call on plain NCHW tensors into its channel-blocked layout and back:
+    (bytes one pass moves, passes, whether the channels are padded) for the input's and the output's activations
+    (`x` and `y` elements, `cin` and `cout` channels, `width` bytes an element). A pass reads one layout and writes
+    the other: C·S + Cp·S elements, Cp the channels rounded up to `block`. The forward call brings its input in
+    (unless a `spatial` kernel reads fewer channels than a block: oneDNN's first-layer kernels take plain input)
+    and its output back; the backward call brings the output gradient in twice (for the input gradient and for the
+    weight gradient), the input in once (the weight gradient's, under the same rule) and the input gradient back
+    when it is computed (`input_grad`). Read off ONEDNN_VERBOSE on the development VM's EPYC (PyTorch 2.13)."""
+
+    def pass_bytes(channels: int, elements: float) -> float:
+        return width * elements * (1.0 + -(-channels // block) * block / channels)
+
+    plain_input = spatial and cin < block
+    if backward:
+        counts = ((0 if plain_input else 1) + (1 if input_grad else 0), 2)
+    else:
+        counts = (0 if plain_input else 1, 1)
+    passes = []
+    for channels, elements, n in ((cin, x, counts[0]), (cout, y, counts[1])):
+        if n and channels > 0 and elements > 0:
+            passes.append((pass_bytes(channels, elements), n, channels % block != 0))
+    return passes
+
+
+def reorder_passes(op: OpRecord, eff: Efficiency, dtype: str, profile_batch: float) -> list[tuple[float, int, bool]]:
+    """`layout_passes` of one call of a convolution record at the profile's batch (`profile_batch`); [] where none
+    apply: a family without measured reorders (`conv_reorder`, `conv_channel_block`), a record that is not a plain
+    or depthwise convolution on NCHW tensors (channels-last layers run on NHWC kernels; transposed ones keep their
+    reorders in their own curves), or shapes that do not say. The forward call's output size comes from its FLOPs
+    (2 x output elements x Cin/g·kh·kw, plus the bias's adds); the backward call computes the input gradient where
+    its FLOPs hold two convolutions' worth (profiler/formulas.convolution_backward)."""
+    if not (eff.conv_reorder and eff.conv_channel_block) or op.layout == "channels_last" or op.transposed:
+        return []
+    backward = op.op == CONV_BACKWARD
+    if not backward and op.op not in CONV_FORWARD:
+        return []
+    dims = conv_dims(op)
+    if dims is None:
+        return []
+    cin, cout, _, reduction = dims
+    shapes = parse_shapes(op.shapes)
+    f_call = op.flops.at(profile_batch) / max(op.count, 1)
+    if backward:
+        y, x, weight = math.prod(shapes[0]), math.prod(shapes[1]), shapes[2]
+        input_grad = f_call >= 1.5 * 2.0 * y * reduction
+    else:
+        x, weight = math.prod(shapes[0]), shapes[1]
+        bias = len(shapes) >= 3 and len(shapes[2]) == 1
+        y, input_grad = f_call / (2.0 * reduction + (1.0 if bias else 0.0)), False
+    spatial = math.prod(weight[2:]) > 1
+    width = DTYPE_BYTES.get(dtype, 4)
+    return layout_passes(cin, cout, x, y, spatial, eff.conv_channel_block, width, backward, input_grad)
+
+
+def reorder_s(
+    passes: list[tuple[float, int, bool]], bandwidth: float, curves: dict, growth: float = 1.0, at=Efficiency.at
+) -> float:
+    """Seconds of one call's reorder `passes` (`reorder_passes`) with its activations `growth` times their size at
+    the profile's batch: each pass at `bandwidth` times the efficiency its reorder curve (`conv_reorder`: aligned or
+    padded channels, either standing in for the other) gives at its own bytes; `at` reads a curve."""
+    total = 0.0
+    for nbytes, n, padded in passes:
+        size = nbytes * growth
+        curve = curves.get("padded" if padded else "aligned") or next(iter(curves.values()))
+        total += n * size / (bandwidth * at(curve, size))
+    return total
 
 
 def gemm_dims(op: OpRecord) -> tuple[int, int, int, int] | None:

@@ -128,6 +128,9 @@ class OpTable:
     gather: np.ndarray  # N × 2: row-gather blocks over all calls, fixed and per sample (0: none)
     block_s: float  # device seconds per row-gather block (kernels.block_seconds)
     copies: np.ndarray  # bytes per sample of copying a non-contiguous input first (0: none)
+    reorder: np.ndarray  # N × 2 × 3: a CPU convolution's layout reorders (kernels.reorder_passes): per pass kind, bytes
+    # of one pass at the profile's batch, passes per call, padded channels (1) or not; zeros: none
+    reorder_curves: tuple | None  # the family's reorder curves (aligned, padded), None: not measured
     blocks: np.ndarray  # N × 3: batch norm on one block per channel (kernels.channel_block_s): elements per sample
     # and call, bytes per element of a channel's tensors, seconds per element (waves over a block's rate); 0: none
     channel_bytes_max: float  # a channel's bytes up to which batch norm runs at the memory rate instead
@@ -258,6 +261,7 @@ class _EffPart:
     blocks: np.ndarray
     gather: np.ndarray  # N × 2: row-gather blocks over all calls, fixed and per sample (kernels.gather_blocks_per_byte)
     copies: np.ndarray  # bytes per sample of copying a non-contiguous input first (kernels.strided_copy_bytes)
+    reorder: np.ndarray  # N × 2 × 3: kernels.reorder_passes per record (see OpTable.reorder)
     host_calls: np.ndarray
     fused: set
     step_bytes: tuple[float, float]
@@ -318,6 +322,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
     blocks = np.zeros((n, 4))  # kernels.channel_blocks: spatial elements, channels, bytes per element, rate
     gather = np.zeros((n, 2))
     copies = np.zeros(n)
+    reorder = np.zeros((n, 2, 3))
     curve_scale = np.ones(n)
     norms = eff.batch_norm_nchw if eff.batch_norm_nchw is not None and not kernels.channels_last(profile) else None
     host_calls = np.array([float(profile.ops[r[0]].count) for r in rec.rows])
@@ -360,6 +365,8 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
             pad[j], pad_bytes = kernels.channel_padding(op, eff, dtype)
             transpose[j] = kernels.transpose_bytes(op, eff, dtype, 1.0) + pad_bytes
             f_profile[j] = op.flops.at(batch)
+            for k, one in enumerate(kernels.reorder_passes(op, eff, dtype, batch)):
+                reorder[j, k] = one
     # serial bytes come out of the record's own traffic
     values = rec.values.copy()
     values[:, 2] -= s_fix
@@ -369,7 +376,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
         reuse, hot,
         values,
         s_fix, s_per, sort_idx, sort_max, transpose, pad, f_profile, wave, unaligned, blocks, gather, copies,
-        host_calls, fused,
+        reorder, host_calls, fused,
         (
             sum(o.bytes_read.fixed + o.bytes_written.fixed for o in profile.ops),
             sum(o.bytes_read.per_sample + o.bytes_written.per_sample for o in profile.ops),
@@ -467,6 +474,8 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         blocks=_blocks(part.blocks, device, eff),
         gather=part.gather,
         copies=part.copies,
+        reorder=part.reorder,
+        reorder_curves=_reorder_curves(eff),
         block_s=kernels.block_seconds(device, eff.row_gather),
         channel_bytes_max=eff.batch_norm_nchw.channel_bytes_max if eff.batch_norm_nchw is not None else 0.0,
         tile=tuple(eff.gemm_tile) if eff.gemm_tile else (1, 1),
@@ -477,6 +486,15 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         module_s=module_s,
         module_key=("block" if has_blocks else "before", "forward"),
     )
+
+
+def _reorder_curves(eff: Efficiency) -> tuple | None:
+    """(aligned, padded) reorder curves as arrays, either standing in for the other where one is missing."""
+    if not eff.conv_reorder:
+        return None
+    aligned = eff.conv_reorder.get("aligned") or eff.conv_reorder.get("padded")
+    padded = eff.conv_reorder.get("padded") or aligned
+    return _curve(aligned), _curve(padded)
 
 
 def _blocks(blocks: np.ndarray, device: Device, eff: Efficiency) -> np.ndarray:
@@ -606,6 +624,13 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
         serial = serial + table.transpose * growth
     s_call = serial / table.calls
     t_serial = np.where(s_call > 0, s_call / (table.bandwidth * _at(table.memory_curve, s_call)), 0.0) * table.calls
+    if table.reorder_curves is not None and table.reorder[:, :, 1].any():  # a CPU convolution's layout reorders
+        growth = flops / np.where(table.f_profile > 0, table.f_profile, 1.0)
+        aligned, padded = table.reorder_curves
+        for k in range(table.reorder.shape[1]):
+            size, count, pads = table.reorder[:, k, 0] * growth, table.reorder[:, k, 1], table.reorder[:, k, 2] > 0
+            rate = table.bandwidth * np.where(pads, _at(padded, size), _at(aligned, size))
+            t_serial = t_serial + np.where(count > 0, count * size / rate, 0.0) * table.calls
     compute_bound = (t_cmp >= t_mem) & (t_cmp > 0)
     body = body * table.calls * table.live
     t_serial = t_serial * table.live

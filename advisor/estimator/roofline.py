@@ -265,6 +265,7 @@ def op_time(
     floor_s: float = 0.0,
     variant: str | None = None,
     curve_scale: float = 1.0,
+    reorder_s: float = 0.0,
 ) -> OpTime:
     """Time of `count` calls of one op whose totals over those calls are `flops` and `nbytes`.
 
@@ -280,7 +281,8 @@ def op_time(
     is the least one call takes on the kernels the library picks for its shapes (`kernels.channel_block_s`);
     `variant` the op's kernel variant (`kernels.kernel_variant`: a matmul's GEMM layout, a depthwise convolution);
     `curve_scale` multiplies the time an op's own curve gives (`kernels.draw_factor`: a draw at another probability
-    than its curve's)."""
+    than its curve's); `reorder_s` (total over the calls) is a CPU convolution's layout reorders (`kernels.reorder_s`),
+    memory-bound work of their own."""
     calls = max(count, 1.0)
     f_call, b_call = flops / calls, nbytes / calls
     b_look = max(b_call, reuse_bytes)
@@ -320,9 +322,9 @@ def op_time(
         body += window.seconds_per_flop * max(0.0, f_call - window.flops_per_byte * b_call)
     compute_bound = t_cmp >= t_mem and t_cmp > 0
     return OpTime(
-        seconds=(body + t_serial) * calls + overhead,
+        seconds=(body + t_serial) * calls + reorder_s + overhead,
         compute_s=body * calls if compute_bound else 0.0,
-        memory_s=(0.0 if compute_bound else body * calls) + t_serial * calls,
+        memory_s=(0.0 if compute_bound else body * calls) + t_serial * calls + reorder_s,
         overhead_s=overhead,
         flops=flops,
         bytes=nbytes + serial_bytes,
@@ -400,6 +402,11 @@ def profile_op_time(
     variant = kernels.kernel_variant(op, eff)
     if variant:
         extra["variant"] = variant
+    passes = kernels.reorder_passes(op, eff, dtype, profile_batch or batch)
+    if passes:  # a CPU convolution on NCHW tensors: oneDNN's layout reorders around it, at their own sizes
+        at_profile = op.flops.at(profile_batch or batch)
+        growth = flops / at_profile if at_profile > 0 else 1.0
+        extra["reorder_s"] = kernels.reorder_s(passes, device.memory_bandwidth, eff.conv_reorder, growth) * op.count
     draw = kernels.draw_factor(op, eff)
     if draw != 1.0:
         extra["curve_scale"] = draw

@@ -128,6 +128,8 @@ def test_calibrate_quick_writes_a_loadable_overlay_to_the_user_folder(tmp_path):
         assert out["first_touch_bandwidth"] > 0 and "fresh pages" in result.stderr
     assert out["parallel_op_s"] is None  # one thread: no parallel region to time the threads' state with
     assert out["conv_channel_block"] in (1, 4, 8, 16, 32)  # read off its layers (overlay.channel_block)
+    for small, large in (out["conv_reorder_rate"] or {}).values():  # NCHW less NHWC layers: positive rates
+        assert small > 0 and large > 0
     shown = run_cli("catalog", "show", "local-cpu", "--format", "json", env=env)
     assert shown.returncode == 0, shown.stderr
     assert run_cli("catalog", "validate", str(path), env=env).returncode == 0
@@ -375,7 +377,7 @@ def test_kernels_are_timed_on_a_held_heap_and_glibc_thresholds_come_back():
         assert not held
 
 
-def test_the_calibration_measures_layout_reorders_and_fits_the_conv_curves_without_them():
+def test_the_calibration_measures_layout_reorders_and_fits_the_conv_curves_without_them(tmp_path):
     m = fake_measurements()  # bandwidth 2e10, fp32 peak 2e11, dispatch 1 µs
     m.blocks = [(c, c, 1e-6 * (-(-c // 16) * 16) ** 2) for c in (20, 24, 32, 40, 48)]  # oneDNN's blocks of 16
     # kernels.reorder_points, (channels, elements, seconds of both passes): 64 channels, 1e5 and 1e6 elements: a pass
@@ -391,8 +393,14 @@ def test_the_calibration_measures_layout_reorders_and_fits_the_conv_curves_witho
     m.conv = [(1.6e8, 1e6, 1.83986e-3)]
     m.conv_geometry = {"conv": [(32, 32, 524_288, 524_288, 1)], "conv_backward": [], "depthwise": [],
                        "depthwise_backward": []}  # fmt: skip
-    _, eff = models(build(m, {"forward": 20e-6}))
+    data = build(m, {"forward": 20e-6})
+    _, eff = models(data)
     assert eff.conv_channel_block == 16
+    # what `advisor calibrate` shows: a pass's rate at the smallest and largest size, 0.5 and 0.25 of 2e10 B/s
+    from advisor.cli.calibrate import summary
+
+    rates = summary(data, tmp_path / "x.yaml", 1.0)["conv_reorder_rate"]
+    assert rates == {"aligned": [pytest.approx(1e10)] * 2, "padded": [pytest.approx(5e9)] * 2}
     assert {k: [(s.min_size, s.efficiency) for s in v] for k, v in eff.conv_reorder.items()} == {
         "aligned": [(0, 0.5), (2.53e6, 0.5)],  # the second from sqrt(8e5 x 8e6)
         "padded": [(0, 0.25)],

@@ -69,8 +69,8 @@ TRANSPOSED_SHAPES = (
     (16, 64, 32, 16, 1, 4, 2),
 )
 # CPUs: oneDNN's reorders of NCHW activations into its channel-blocked layout and back (reorder_points), on 1x1 layers
-# of as many channels out as in, one count on the blocks (64) and one off them (58, ShuffleNet's), from a quarter MB
-# to over 100 MB a pass (the calibration's other layers hold 2 MB): in and out of the caches
+# of as many channels out as in, one count on the blocks (64) and one off them (58, ShuffleNet's), from half a MB
+# to 134 MB a pass (the calibration's other layers hold 2 MB): in and out of the caches
 REORDER_CHANNELS = (64, 58)
 REORDER_SIDES = (8, 16, 32, 64, 128)
 REORDER_BATCH = 16

@@ -40,6 +40,13 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         "first_touch_bandwidth": float(eff["first_touch_bandwidth"]) if eff.get("first_touch_bandwidth") else None,
         "parallel_op_s": [float(t) for t in eff.get("parallel_op_s") or []] or None,
         "conv_channel_block": eff.get("conv_channel_block"),
+        # oneDNN's layout reorders around a convolution (Efficiency.conv_reorder): bytes per second of a pass at the
+        # smallest and the largest measured size, channels on the block and padded
+        "conv_reorder_rate": {
+            kind: [float(st["efficiency"]) * float(dev["memory_bandwidth"]) for st in (steps[0], steps[-1])]
+            for kind, steps in (eff.get("conv_reorder") or {}).items()
+        }
+        or None,
         # the least share of its rate an op keeps when another core wrote its input (Efficiency.handoff)
         "handoff_min_fraction": min((st["efficiency"] for st in eff.get("handoff") or []), default=None),
         "pool_window_s": {op: w["seconds_per_flop"] for op, w in eff.get("op_window", {}).items()} or None,
@@ -76,6 +83,12 @@ def _table(s: dict) -> None:
         t.add_row("fresh pages from the OS (first touch)", units.fmt_bandwidth(s["first_touch_bandwidth"]))
     if s["conv_channel_block"]:
         t.add_row("convolution channel block", f"{s['conv_channel_block']} channels")
+    if s["conv_reorder_rate"]:  # NCHW <-> blocked, from the caches down to memory
+        rates = ", ".join(
+            f"{kind} {units.fmt_bandwidth(small)} - {units.fmt_bandwidth(large)}"
+            for kind, (small, large) in s["conv_reorder_rate"].items()
+        )
+        t.add_row("convolution layout reorders, small - large", rates)
     max_pool = (s["pool_window_s"] or {}).get("aten.max_pool2d_with_indices")
     if max_pool is not None:  # the largest of the window costs on a CPU, and the one most models pay
         t.add_row("max pooling, per window element beyond 2x2/2", f"{max_pool * 1e9:.3g} ns")

@@ -1373,6 +1373,9 @@ def test_a_cpu_convolution_on_nchw_tensors_pays_onednns_layout_reorders_at_their
     assert kernels.reorder_s(kernels.reorder_passes(back, eff, "fp32", 8), 1e10, eff.conv_reorder) == pytest.approx(
         1.2189696e-3
     )
+    # a calibration that measured one kind of channel count prices the other by it
+    only = {"aligned": eff.conv_reorder["aligned"]}
+    assert kernels.reorder_curve(only, True) is kernels.reorder_curve(only, False) is only["aligned"]
     # a stem's 3 channels under a spatial kernel are read as they are: only its 16-channel output goes back,
     # 4 x 16·16·1024 x 2 = 131,072 x 8 bytes (y from FLOPs 2 x y x 27)
     stem = record(op="aten.convolution", flops=2 * 16_384 * 27, shapes="[1, 3, 32, 32], [16, 3, 3, 3]")

@@ -328,9 +328,13 @@ def reorder_s(
     total = 0.0
     for nbytes, n, padded in passes:
         size = nbytes * growth
-        curve = curves.get("padded" if padded else "aligned") or next(iter(curves.values()))
-        total += n * size / (bandwidth * at(curve, size))
+        total += n * size / (bandwidth * at(reorder_curve(curves, padded), size))
     return total
+
+
+def reorder_curve(curves: dict, padded: bool):
+    """The `conv_reorder` curve of padded or aligned channels, the other standing in where one is missing."""
+    return curves.get("padded" if padded else "aligned") or curves.get("aligned" if padded else "padded")
 
 
 def gemm_dims(op: OpRecord) -> tuple[int, int, int, int] | None:

@@ -492,9 +492,7 @@ def _reorder_curves(eff: Efficiency) -> tuple | None:
     """(aligned, padded) reorder curves as arrays, either standing in for the other where one is missing."""
     if not eff.conv_reorder:
         return None
-    aligned = eff.conv_reorder.get("aligned") or eff.conv_reorder.get("padded")
-    padded = eff.conv_reorder.get("padded") or aligned
-    return _curve(aligned), _curve(padded)
+    return _curve(kernels.reorder_curve(eff.conv_reorder, False)), _curve(kernels.reorder_curve(eff.conv_reorder, True))
 
 
 def _blocks(blocks: np.ndarray, device: Device, eff: Efficiency) -> np.ndarray:

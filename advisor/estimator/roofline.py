@@ -369,12 +369,12 @@ def profile_op_time(
         # of the rows it reads by the op's own curve
         written = op.bytes_written.at(batch) * scale
         nbytes, extra = nbytes - written, {"serial_bytes": written}
+    at_profile = op.flops.at(profile_batch) if profile_batch else 0.0
+    growth = flops / at_profile if at_profile > 0 else 1.0  # the activations against the profile's, as the FLOPs
     if op.category == "matrix" and (
         eff.tensor_core_channels or eff.gemm_tile or eff.nchw_transpose or eff.conv_channel_block
     ):
         tensor = dtype not in kernels.TENSOR_CORE_DTYPES or kernels.tensor_cores(op, eff, dtype)
-        at_profile = op.flops.at(profile_batch) if profile_batch else 0.0
-        growth = flops / at_profile if at_profile > 0 else 1.0
         busy, pad_bytes = kernels.channel_padding(op, eff, dtype)
         wave = kernels.wave_efficiency(op, device, eff, flops / max(op.count, 1)) if tensor else 1.0
         extra = {
@@ -404,8 +404,6 @@ def profile_op_time(
         extra["variant"] = variant
     passes = kernels.reorder_passes(op, eff, dtype, profile_batch or batch)
     if passes:  # a CPU convolution on NCHW tensors: oneDNN's layout reorders around it, at their own sizes
-        at_profile = op.flops.at(profile_batch or batch)
-        growth = flops / at_profile if at_profile > 0 else 1.0
         extra["reorder_s"] = kernels.reorder_s(passes, device.memory_bandwidth, eff.conv_reorder, growth) * op.count
     draw = kernels.draw_factor(op, eff)
     if draw != 1.0:

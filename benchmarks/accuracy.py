@@ -326,7 +326,8 @@ def run_threads(
         spread = t.pop("spread")
         measured = sum(t.values())
         cal = api.estimate(prof, "local-cpu", precision="fp32", micro_batch=batch, cat=cat)
-        # what the estimate priced of the step's page faults: the profile's replay at the calibrated rate
+        # what the estimate priced of the step's page faults: the profile's count (its fresh processes; a replay of
+        # the tensors' allocations before 2026-12-06, the column's name) at the calibrated rate
         first_touch = cat.efficiency[cat.devices["local-cpu"].efficiency].first_touch_bandwidth
         replayed = max(0.0, prof.memory.step_fault_bytes.at(batch)) if prof.memory.step_fault_bytes else 0.0
         ds = api.estimate(prof, "datasheet-local-cpu", precision="fp32", micro_batch=batch, cat=cat)
@@ -402,7 +403,7 @@ def state_line(report: list[dict], calibration_us: list[float]) -> str:
 
 def table(rows: list[dict]) -> list[str]:
     lines = [
-        "| set | model | batch | load | probe | measured | spread | faults (meas. / replay) | calibrated | error "
+        "| set | model | batch | load | probe | measured | spread | faults (meas. / profile) | calibrated | error "
         "| datasheet | error |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -452,7 +453,7 @@ def markdown(all_rows: list[dict], metas: list[dict], info: dict) -> str:
                     typical = f"; against each run's median step instead of its fastest phases {mm:.0%} and {mx:.0%}"
                 lines.append(
                     f"- {label}: calibrated median |error| **{cm:.0%}**, max **{cx:.0%}** (without pricing the "
-                    f"replayed page faults {um:.0%} and {ux:.0%}{typical}); datasheet-style median {dm:.0%}, max "
+                    f"profile's page faults {um:.0%} and {ux:.0%}{typical}); datasheet-style median {dm:.0%}, max "
                     f"{dx:.0%} ({len(group)} runs)"
                 )
         pool = [r for r in info.get("pooled", []) if r["threads"] == n]

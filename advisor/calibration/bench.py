@@ -393,8 +393,8 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
 def held_heap(device: str) -> Iterator[bool]:
     """On a CPU with glibc, malloc keeps what it is given back while the calibration times kernels and tiny nets:
     no block is mapped on its own, no heap top trimmed, so no timing holds page faults (yields whether it could).
-    The estimate prices a step's faults apart (a replay of its allocations through glibc malloc, at the measured
-    first-touch rate), so faults inside the kernels' times would count them twice, and at random: on the
+    The estimate prices a step's faults apart (counted in fresh processes as the model is profiled, at the
+    measured first-touch rate), so faults inside the kernels' times would count them twice, and at random: on the
     development VM's Xeon a 1x1 convolution (32 channels, 32x32, batch 16, one thread) took 3.3 ms on one set of
     tensors and 0.94 on the next, the slow sets with 10,500 minor faults each, and 0.90-0.98 ms on every set held.
     The first-touch rate is measured on memory mapped directly, which this leaves alone. Afterwards both
@@ -410,7 +410,7 @@ def held_heap(device: str) -> Iterator[bool]:
     try:
         yield held
     finally:
-        libc.mallopt(M_MMAP_THRESHOLD, DEFAULT_THRESHOLD)  # glibc's defaults, as the profile's replay starts
+        libc.mallopt(M_MMAP_THRESHOLD, DEFAULT_THRESHOLD)  # glibc's defaults, as a fresh process starts
         libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_THRESHOLD)
         if hasattr(libc, "malloc_trim"):
             libc.malloc_trim(0)  # what the calibration held goes back to the OS

@@ -201,13 +201,13 @@ def first_touch_s_per_byte(size: int = 64 << 20, repeats: int = 7) -> float:
 
 
 def fault_note(fault_bytes: float, fault_s: float, step_s: float, predicted_bytes: float | None = None) -> str:
-    """The page-fault note; `predicted_bytes`: what the estimate priced (the profile's replay of glibc malloc),
-    None where it priced none (no replay on this system, or a calibration without a first-touch rate)."""
+    """The page-fault note; `predicted_bytes`: what the estimate priced (the profile's count in fresh processes),
+    None where it priced none (no count on this system, or a calibration without a first-touch rate)."""
     counted = (
         "which the estimate leaves out"
         if predicted_bytes is None
-        else f"of which the estimate counts {predicted_bytes / 1e6:,.0f} MB (a replay of the step's allocations "
-        "through glibc malloc)"
+        else f"of which the estimate counts {predicted_bytes / 1e6:,.0f} MB (the mean step of other fresh "
+        "processes, counted as the model was profiled)"
     )
     return (
         f"page faults: {fault_bytes / 1e6:,.0f} MB per step came back from the OS, about "

@@ -128,7 +128,7 @@ def _table(data: dict, wide: bool = False) -> None:
         "temporaries": "temporaries",
         "peak": "peak",
         "measured_peak": "measured peak (CUDA)",
-        "faulted_per_step": "faulted in per step (glibc replay)",
+        "faulted_per_step": "faulted in per step (fresh processes)",
     }
     for key, label in labels.items():
         if data["memory"].get(key) is not None:

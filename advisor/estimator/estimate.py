@@ -293,7 +293,7 @@ def estimate(
     if device.kind == "cpu" and profile.device != "cpu":
         notes_.append(
             f"profiled on {profile.device}, estimated on a CPU: the step's page faults are not counted (a CPU profile "
-            "replays its allocations through glibc; they can be most of a step with large embedding tables) and the "
+            "counts them in fresh processes; they can be most of a step with large embedding tables) and the "
             "optimizer is priced as the multi-tensor updates of a GPU run, where PyTorch on a CPU updates each "
             "tensor in turn; where the model fits in this machine's memory, a profile made on the CPU "
             "(`advisor profile MODEL --device cpu`) counts both"

@@ -518,7 +518,7 @@ def region_of(rec: _Records, j: int) -> str:
 
 def fault_times(faults, shares: dict[str, float], bandwidth: float, batch: float) -> dict[str, list[OpTime]]:
     """The pages a CPU step faults in (`Memory.step_fault_bytes` at micro-batch `batch`) at the OS's first-touch
-    rate, one memory-bound item per phase by the replay's `shares` (a profile without them: all in the backward
+    rate, one memory-bound item per phase by the profile's `shares` (a profile without them: all in the backward
     pass, where the gradients are first written). Counted per micro-batch: with gradient accumulation the
     gradients stay allocated between micro-batches, so this overstates what the later ones fault."""
     total = max(0.0, faults.at(batch))

@@ -327,7 +327,8 @@ def profile_model(
 ) -> Profile:
     """Count (and on a real device, time) one training step of a model: `path` is a model file, anything
     `advisor.profiler.sources.resolve` takes (a shipped name, hf:ID, timm:NAME, torchvision:NAME), or a ModelFile
-    resolved already. On a CPU with glibc and `faults`, also the memory a step faults in (`replayed_faults`)."""
+    resolved already. On a CPU with glibc and `faults`, also the memory a step faults in: counted in fresh processes
+    (`faults.measure`), or replayed (`replayed_faults`) for a model that another process cannot rebuild."""
     import torch
 
     from advisor.errors import UserError
@@ -399,8 +400,11 @@ def profile_model(
         )
     step_faults = fault_shares = None
     if dev == "cpu" and faults and glibc():
-        tick("allocations")
-        (f1, shares), (f2, _) = (
+        from advisor.profiler.faults import measure
+
+        tick("page faults")
+        counted = measure(mf, [b1, b2], precision, optimizer)
+        (f1, shares), (f2, _) = counted or (
             call_user(lambda b=b: replayed_faults(mf, b, precision, optimizer), mf.path, "replaying steps", b, dev)
             for b in (b1, b2)
         )

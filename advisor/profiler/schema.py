@@ -196,8 +196,9 @@ class Memory(Strict):
     step_fault_bytes: Linear | None = Field(
         None,
         description="memory a steady-state step of a fresh process faults in from the OS (glibc malloc returns "
-        "freed blocks and the heap's top, and the next step touches them again): the step's tensor allocations "
-        "replayed through glibc's main arena (advisor/profiler/heap.py); CPU profiles on glibc systems only",
+        "freed blocks and the heap's top, and the next step touches them again): the mean over steady steps of "
+        "fresh processes (advisor/profiler/faults.py), or for a model another process cannot rebuild its tensor "
+        "allocations replayed through glibc's main arena (advisor/profiler/heap.py); CPU profiles on glibc only",
     )
     step_fault_shares: dict[Literal["forward", "backward", "optimizer"], Share] | None = Field(
         None, description="each phase's share of step_fault_bytes at the profile's batch (None: all in backward)"

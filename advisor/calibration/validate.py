@@ -10,8 +10,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, Field
 
 from advisor.errors import UserError
-
-PHASES = ("forward", "backward", "optimizer")
+from advisor.vocab import PHASES
 
 
 class Row(BaseModel):

@@ -28,8 +28,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from advisor.vocab import PHASES
+
 WARMUP, STEPS = 3, 8  # validate's and the benchmark's warm-up; 8 steps for the mean
-PHASES = ("forward", "backward", "optimizer")
 
 
 def step_faults(path: Path, batch_size: int, precision: str, optimizer: str | None) -> dict[str, list[int]]:

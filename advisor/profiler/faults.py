@@ -81,7 +81,8 @@ def measure(
             procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, **quiet))
         outs = []
         for proc in procs:
-            stdout, _ = proc.communicate()  # a --timeout stops this process, and the finally clause these
+            # no timeout of its own: a --timeout stops this process, and the finally clause kills the children
+            stdout, _ = proc.communicate()
             if proc.returncode != 0:
                 return None
             outs.append(json.loads(stdout.strip().splitlines()[-1]))

@@ -121,6 +121,7 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
             "handoff": ([], []),
             "conv_geometry": {},
             "reorder": [],
+            "conv_in_turn": {},
         }
 
     monkeypatch.setattr(bench, "_sweep", sweep)

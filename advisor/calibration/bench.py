@@ -81,6 +81,8 @@ class Measurements:
     # the layers behind conv, conv_backward, depthwise and depthwise_backward, point by point (kernels.geometry)
     conv_geometry: dict[str, list[tuple]] = field(default_factory=dict)
     reorder: list[tuple[int, float, float]] = field(default_factory=list)  # CPUs: kernels.reorder_points
+    # CPUs: what the conv lists' times were scaled by, run in turn (kernels.in_turn): set -> list -> factor
+    conv_in_turn: dict[str, dict[str, float]] = field(default_factory=dict)
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
     windows: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # pooling op -> (F, B, s): ops.windows
     draws: dict[str, float] = field(default_factory=dict)  # draw op -> time at p = 0.5 over its curve's (ops.py)
@@ -313,8 +315,10 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
     tick("matmul shapes")
     skinny = kernels.skinny_points(device, clock, quick)
     tick("convolutions")
-    conv, conv_backward, conv_small, conv_backward_small, *conv_geo = kernels.conv_points(device, clock, quick)
-    *depthwise, dw_geo, dw_bwd_geo = kernels.conv_points(device, clock, quick, depthwise=True)
+    conv, conv_backward, conv_small, conv_backward_small, *conv_geo, conv_turn = kernels.conv_points(
+        device, clock, quick
+    )
+    *depthwise, dw_geo, dw_bwd_geo, dw_turn = kernels.conv_points(device, clock, quick, depthwise=True)
     transposed = kernels.conv_points(device, clock, quick, transposed=True)
     blocks = [] if cuda else kernels.block_points(device, clock, quick)
     reorder = [] if cuda else kernels.reorder_points(device, clock, quick)
@@ -375,6 +379,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
             "depthwise_backward": dw_bwd_geo,
         },
         "reorder": reorder,
+        "conv_in_turn": {"conv": conv_turn, "depthwise": dw_turn, "transposed": transposed[-1]},
         "floors": smallest,
         "launch_s": launch_s,
         "copy": copy,
@@ -474,7 +479,7 @@ def run(
     m.tiny_steps = [steps for r in results if (steps := r.pop("tiny_steps", None))]  # fitted apart (fit_overheads)
     merged = median_of(results)
     merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")
-    merged_keys += ("conv_geometry", "reorder")
+    merged_keys += ("conv_geometry", "reorder", "conv_in_turn")
     merged_keys += DEPTHWISE_KEYS + TRANSPOSED_KEYS
     for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows", "draws", "optimizer_cold"):
         setattr(m, key, merged[key])

@@ -204,8 +204,10 @@ def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False,
     backward). A CPU times each dense and depthwise layer at both
     batches (SMALL_BATCH_SHARE): from two samples on, oneDNN's call costs some 50-190 µs that do not grow with the
     batch, which the two sizes separate from the per-sample rate (see overlay.conv_setup); a GPU, and every device's
-    transposed layers, the full batch only (the quarter-batch lists stay empty)."""
+    transposed layers, the full batch only (the quarter-batch lists stay empty). Last, on a CPU, the factor each list's
+    times were scaled by (`in_turn`: forward, backward, forward_small, backward_small), see `in_turn`."""
     fwd, bwd, fwd_small, bwd_small, geo_fwd, geo_bwd = [], [], [], [], [], []
+    turns: dict[str, list] = {"forward": [], "backward": [], "forward_small": [], "backward_small": []}
     if depthwise:
         gpu = DEPTHWISE_SHAPES_GPU if device == "cuda" else ()
         shapes = DEPTHWISE_SHAPES[::4] if quick else DEPTHWISE_SHAPES + gpu
@@ -217,20 +219,51 @@ def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False,
         # transposed layers at one batch: the call's fixed cost comes from the others (overlay.conv_setup)
         small = max(1, n // SMALL_BATCH_SHARE) if device != "cuda" and n > 1 and not transposed else None
         shape = f"{'transposed ' * transposed}conv {cin}->{cout}ch {side}px g{groups} k{k} s{stride}"
-        full = _conv_layer(device, clock, n, cin, cout, side, groups, k, stride, shape, transposed)
-        part = None
+        full, full_fns = _conv_layer(device, clock, n, cin, cout, side, groups, k, stride, shape, transposed)
+        part = part_fns = None
         if small:
-            part = _conv_layer(
+            part, part_fns = _conv_layer(
                 device, clock, small, cin, cout, side, groups, k, stride, f"{shape} batch {small}", transposed
             )
-        for i, (out, out_small, geo) in enumerate(((fwd, fwd_small, geo_fwd), (bwd, bwd_small, geo_bwd))):
+        for i, (out, out_small, geo, key) in enumerate(
+            ((fwd, fwd_small, geo_fwd, "forward"), (bwd, bwd_small, geo_bwd, "backward"))
+        ):
             if full[i] is None or (part is not None and part[i] is None):
                 continue
             out.append(full[i])
             geo.append(geometry(n, cin, cout, side, k, stride, transposed))
+            if device != "cuda":  # the layers' calls, kept to run in turn (a GPU's are timed alone only)
+                turns[key].append(full_fns[i])
             if part is not None:  # the two sizes come in pairs, in the same order
                 out_small.append(part[i])
-    return fwd, bwd, fwd_small, bwd_small, geo_fwd, geo_bwd
+                if device != "cuda":
+                    turns[key + "_small"].append(part_fns[i])
+    factors = {}
+    what = "transposed " if transposed else "depthwise " if depthwise else ""
+    lists = {"forward": fwd, "backward": bwd, "forward_small": fwd_small, "backward_small": bwd_small}
+    for key, points in lists.items():
+        fns = turns[key]
+        if len(fns) > 1 and len(fns) == len(points):
+            seconds = clock(lambda fns=fns: [f() for f in fns], f"{what}conv layers in turn ({key})")
+            points[:], factors[key] = in_turn(points, seconds)
+    return fwd, bwd, fwd_small, bwd_small, geo_fwd, geo_bwd, factors
+
+
+MAX_IN_TURN = 2.0  # layers in turn this much slower than alone, or more: a disturbed measurement, not kept
+
+
+def in_turn(points: list[tuple[float, float, float]], seconds: float) -> tuple[list[tuple[float, float, float]], float]:
+    """`points` (FLOPs, bytes, seconds of one layer called again and again) scaled to what the layers take called
+    one after another (`seconds`: one call of each, in turn), as a model's layers run, and the factor (at least 1,
+    under MAX_IN_TURN, else 1). Alone, a layer's operands and code stay in the core's own caches; in turn the other
+    layers push them out: on the project's Zen 4 VM (one thread) the eleven dense layers took 3-17 % longer in
+    turn at batch 4, 8 and 16 than the sum of their times alone (three small layers of 4 channels: no longer; a
+    ResNet's 3x3 layers at batch 32: 10 %), and a small ResNet's convolutions 13-22 % longer in its training step
+    than each alone. Each layer takes the same share of the difference."""
+    alone = sum(t for *_, t in points)
+    factor = seconds / alone if alone > 0 else 1.0
+    factor = factor if 1.0 <= factor < MAX_IN_TURN else 1.0
+    return [(f, b, t * factor) for f, b, t in points], factor
 
 
 def geometry(n: int, cin: int, cout: int, side: int, k: int, stride: int, transposed: bool) -> tuple:
@@ -270,7 +303,7 @@ def block_points(device: str, clock: Clock, quick: bool) -> list[tuple[int, int,
     n = 4 if quick else 16
     out = []
     for c in BLOCK_CHANNELS[::2] if quick else BLOCK_CHANNELS:
-        fwd, bwd = _conv_layer(device, clock, n, c, c, 32, 1, 3, 1, f"conv {c}->{c}ch 32px (channel blocks)")
+        (fwd, bwd), _ = _conv_layer(device, clock, n, c, c, 32, 1, 3, 1, f"conv {c}->{c}ch 32px (channel blocks)")
         if fwd is not None and bwd is not None:
             out.append((c, c, fwd[2] + bwd[2]))
     return out
@@ -278,9 +311,10 @@ def block_points(device: str, clock: Clock, quick: bool) -> list[tuple[int, int,
 
 def _conv_layer(
     device: str, clock: Clock, n: int, cin, cout, side, groups, k, stride, shape: str, transposed: bool = False
-) -> list:
-    """[(FLOPs, bytes, seconds) of the forward call or None, the same of the backward call or None] of one conv2d
-    layer (`transposed`: a ConvTranspose2d, padded by (k - stride) / 2) at batch `n`."""
+) -> tuple[list, tuple]:
+    """([(FLOPs, bytes, seconds) of the forward call or None, the same of the backward call or None], (a forward
+    call, a backward call)) of one conv2d layer (`transposed`: a ConvTranspose2d, padded by (k - stride) / 2) at
+    batch `n`."""
     import torch
 
     from advisor.calibration.ops import _counted
@@ -300,7 +334,7 @@ def _conv_layer(
     for fns, what in ((calls, shape), (back, shape + " backward")):
         counted = [c for c in _counted(fns[0]) if c[0].startswith("aten.convolution")]
         out.append((counted[0][1], counted[0][2], clock(alternate(fns), what)) if len(counted) == 1 else None)
-    return out
+    return out, (calls[0], back[0])
 
 
 def kernel_s(device: str, clock: Clock, kernels: int = 200) -> float:

@@ -2,7 +2,8 @@
 
 The device's peaks are the best rates measured (the largest matmul per dtype, the fastest elementwise add),
 and the efficiency curves are each measurement as a fraction of those peaks, so the estimator's roofline
-reproduces the measured times op by op. The fixed costs of an op and of a module call come from timing tiny
+reproduces the measured times op by op. A fraction is at most 1, but a dense convolution's: its kernels may beat the
+best square GEMM the matrix peak is. The fixed costs of an op and of a module call come from timing tiny
 training steps (see `advisor.calibration.fit`).
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from advisor.calibration.bench import Measurements, Point
 from advisor.calibration.ops import SCATTERS
+from advisor.catalog.schema import CONV_EFFICIENCY_MAX
 
 MIN_EFFICIENCY = 0.001
 PEAK_MIN_BYTES = 1 << 18  # memory peak from calls moving at least this much
@@ -83,9 +85,10 @@ def handoff_curve(matched: list[Point], cross: list[Point]) -> list[dict] | None
     return _curve([(size, min(1.0, ratio)) for size, ratio in pairs]) if pairs else None
 
 
-def _curve(points: list[tuple[float, float]]) -> list[dict]:
-    """Measured (size, efficiency) points as catalog steps. Each step starts half-way (geometrically) from
-    the previous point, so an op takes the efficiency of the measured size nearest to its own."""
+def _curve(points: list[tuple[float, float]], cap: float = 1.0) -> list[dict]:
+    """Measured (size, efficiency) points as catalog steps, each efficiency held under `cap` (a convolution's may
+    pass 1: schema.ConvStep). Each step starts half-way (geometrically) from the previous point, so an op takes the
+    efficiency of the measured size nearest to its own."""
     merged: dict[float, list[float]] = {}
     for size, eff in points:  # equal sizes (two convs of the same intensity) share their mean
         merged.setdefault(float(f"{size:.4g}"), []).append(eff)
@@ -93,11 +96,23 @@ def _curve(points: list[tuple[float, float]]) -> list[dict]:
     steps = []
     for i, (size, eff) in enumerate(points):
         low = 0.0 if i == 0 else math.sqrt(points[i - 1][0] * size)
-        eff = min(1.0, max(MIN_EFFICIENCY, eff))
+        eff = min(cap, max(MIN_EFFICIENCY, eff))
         if steps and float(f"{low:.4g}") <= steps[-1]["min_size"]:
             continue
         steps.append({"min_size": float(f"{low:.4g}"), "efficiency": round(eff, 4)})
     return steps
+
+
+def in_turn_note(factors: dict[str, dict[str, float]]) -> str:
+    """The efficiency note's words on kernels.in_turn: how much longer each set of convolution layers took run in
+    turn than each alone, at the full batch ('' where nothing was measured)."""
+    parts = [
+        f"{kind} {phase} x{value:.3g}"
+        for kind, by in sorted(factors.items())
+        for phase, value in sorted(by.items())
+        if not phase.endswith("_small")
+    ]
+    return f"; convolution layers timed in turn, not each alone ({', '.join(parts)})" if parts else ""
 
 
 def _body(p: Point, dispatch_s: float) -> float:
@@ -234,10 +249,15 @@ def _efficiencies(m: Measurements, fp32: float, bandwidth: float) -> dict:
         setup = conv_setup(data + dw, small + dw_small, m.case_dispatch_s) if both else 0.0
         if setup > 0:
             setups[op] = f"{setup:.4g}"
-        for points, field, shape in ((data, key, monotone), (dw, dw_key, clustered), (tr, tr_key, clustered)):
+        # a dense layer's rate may pass the square GEMM's (schema.ConvStep); a depthwise or transposed one's not
+        for points, field, shape, cap in (
+            (data, key, monotone, CONV_EFFICIENCY_MAX),
+            (dw, dw_key, clustered, 1.0),
+            (tr, tr_key, clustered, 1.0),
+        ):
             if points:
                 rates = [(f / b, f / max(t - m.case_dispatch_s - setup, 0.1 * t) / fp32) for f, b, t in points]
-                out[field] = _curve(shape(rates))
+                out[field] = _curve(shape(rates), cap=cap)
     if setups:
         out["op_setup_s"] = setups
     curves = {}
@@ -363,6 +383,7 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
                 if m.reorder
                 else ""
             )
+            + in_turn_note(m.conv_in_turn)
             + "; "
             "the common vector ops by bytes per call against their own roofline; gelu throughput for other "
             "vector work; and the fixed cost of an op per training phase and of a module call from timing "

@@ -181,6 +181,21 @@ def _ascending(steps: list[Step]) -> list[Step]:
 
 Curve = Annotated[list[Step], AfterValidator(_ascending)]
 
+CONV_EFFICIENCY_MAX = 2.0
+
+
+class ConvStep(Step):
+    """A step of a dense convolution's curve. Its efficiency may pass 1: the matrix peak it is a fraction of is the
+    best rate of a square GEMM (a calibrated device's torch.mm), and a library's direct convolution kernels can beat
+    it (oneDNN's 3x3 and 3x3x3 layers on the project's Zen 4 VM: 1.1-1.4x its best 512-1024 GEMM, one thread). Up to
+    2: beyond, a measurement is wrong, not fast. Depthwise and transposed curves stay under 1 (their small layers'
+    rates, left after the call's fixed cost, can come out absurd)."""
+
+    efficiency: float = Field(gt=0, le=CONV_EFFICIENCY_MAX)
+
+
+ConvCurve = Annotated[list[ConvStep], AfterValidator(_ascending)]
+
 
 # Properties of a vendor's kernel libraries (cuBLAS, cuDNN), not of one machine: what `kernel_rules` takes over.
 KERNEL_RULES = (
@@ -313,7 +328,7 @@ class Efficiency(Strict):
         description="fixed cost per op in each phase of eager training (module calls, autograd); "
         "overrides op_overhead_s for that phase",
     )
-    conv_by_intensity: Curve | None = Field(
+    conv_by_intensity: ConvCurve | None = Field(
         None,
         description="convolution (forward and backward) efficiency by FLOPs per byte of the call; "
         "depthwise and 1x1 convolutions reach far less than GEMMs of the same size",
@@ -353,7 +368,7 @@ class Efficiency(Strict):
         "g·W, weight gradient gᵀ·x), measured apart: at a small batch the same FLOPs and bytes take twice as long "
         "in one layout as in another; a matmul whose layout the profile does not tell reads matmul_by_intensity",
     )
-    conv_backward_by_intensity: Curve | None = Field(
+    conv_backward_by_intensity: ConvCurve | None = Field(
         None, description="as conv_by_intensity, for convolution_backward (input and weight gradients)"
     )
     depthwise_by_intensity: Curve | None = Field(

@@ -218,19 +218,32 @@ def test_a_convolution_faster_than_the_best_gemm_keeps_its_rate():
 
 def test_convolution_layers_are_priced_as_they_run_in_turn():
     from advisor.calibration.kernels import in_turn
-    from advisor.calibration.overlay import in_turn_note
+    from advisor.calibration.overlay import conv_setup, in_turn_note
 
     alone = [(1e8, 1e6, 1e-3), (2e8, 2e6, 3e-3)]  # 4 ms of calls, each layer timed again and again
     # one call of each in turn took 4.4 ms: 4.4 / 4 = 1.1, every layer 10 % longer (1.1 and 3.3 ms)
-    scaled, factor = in_turn(alone, 4.4e-3)
+    [scaled], factor = in_turn([alone], 4.4e-3)
     assert factor == pytest.approx(1.1)
     assert [t for *_, t in scaled] == [pytest.approx(1.1e-3), pytest.approx(3.3e-3)]
     assert [p[:2] for p in scaled] == [p[:2] for p in alone]  # FLOPs and bytes as counted
     # faster in turn than alone (3.9 / 4): noise, the times stay; twice as long (8 / 4): a disturbed round, the same
-    assert in_turn(alone, 3.9e-3) == (alone, 1.0)
-    assert in_turn(alone, 8e-3) == (alone, 1.0)
-    # the efficiency note names the full-batch factors of each set
-    note = in_turn_note({"conv": {"forward": 1.06, "backward": 1.052, "forward_small": 1.2}, "depthwise": {}})
+    assert in_turn([alone], 3.9e-3) == ([alone], 1.0)
+    assert in_turn([alone], 8e-3) == ([alone], 1.0)
+    # the same layers at a quarter of the batch, each 100 µs of fixed cost + a quarter of the rest: 0.325 and
+    # 0.825 ms (the line through (1e8, 1 ms) and (2.5e7, 0.325 ms) meets 0 FLOPs at 100 µs). In turn the full
+    # batch took 4.04 ms (x1.01), the quarter 1.38 ms (x1.2): 5.42 ms for 5.15 ms alone, one factor 1.0524...
+    quarter = [(2.5e7, 2.5e5, 0.325e-3), (5e7, 5e5, 0.825e-3)]
+    (full_s, quarter_s), factor = in_turn([alone, quarter], 5.42e-3)
+    assert factor == pytest.approx(5.42 / 5.15)
+    assert [t for *_, t in quarter_s] == [pytest.approx(0.325e-3 * 5.42 / 5.15), pytest.approx(0.825e-3 * 5.42 / 5.15)]
+    # ... so the fixed cost read between the batches is scaled as the rate is: 100 µs x 1.0524 = 105.2 µs. Each
+    # batch scaled by its own factor would give (4 x 0.39 - 1.01) / 3 = 183.3 µs for the first layer: the quarter
+    # batch's 20 % read as fixed cost
+    assert conv_setup(full_s, quarter_s, 0.0) == pytest.approx(100e-6 * 5.42 / 5.15)
+    apart = [(f, b, t * 1.2) for f, b, t in quarter]
+    assert conv_setup([(f, b, t * 1.01) for f, b, t in alone][:1], apart[:1], 0.0) == pytest.approx(183.3e-6, rel=1e-3)
+    # the efficiency note names each set's factors
+    note = in_turn_note({"conv": {"forward": 1.06, "backward": 1.052}, "depthwise": {}})
     assert note == "; convolution layers timed in turn, not each alone (conv backward x1.05, conv forward x1.06)"
     assert in_turn_note({}) == ""
 
@@ -242,8 +255,8 @@ def test_a_cpu_calibration_times_its_convolution_layers_in_turn():
     torch = pytest.importorskip("torch")
     torch.set_num_threads(1)
     fwd, bwd, fwd_small, bwd_small, _, _, factors = conv_points("cpu", Clock("cpu", 0.002, 2, 1), quick=True)
-    # --quick measures three dense layers at batch 16 and 4: each list is scaled by its own factor, at least 1
-    assert sorted(factors) == ["backward", "backward_small", "forward", "forward_small"]
+    # --quick measures three dense layers at batch 16 and 4: both batches of a direction share one factor, >= 1
+    assert sorted(factors) == ["backward", "forward"]
     assert all(1.0 <= f < 2.0 for f in factors.values())
     assert len(fwd) == len(bwd) == len(fwd_small) == len(bwd_small) == 3
 

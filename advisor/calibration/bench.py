@@ -81,7 +81,7 @@ class Measurements:
     # the layers behind conv, conv_backward, depthwise and depthwise_backward, point by point (kernels.geometry)
     conv_geometry: dict[str, list[tuple]] = field(default_factory=dict)
     reorder: list[tuple[int, float, float]] = field(default_factory=list)  # CPUs: kernels.reorder_points
-    # CPUs: what the conv lists' times were scaled by, run in turn (kernels.in_turn): set -> list -> factor
+    # CPUs: what the conv lists' times were scaled by, run in turn (kernels.in_turn): set -> direction -> factor
     conv_in_turn: dict[str, dict[str, float]] = field(default_factory=dict)
     ops: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)  # aten op -> (F, B, s)
     windows: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # pooling op -> (F, B, s): ops.windows

@@ -204,8 +204,8 @@ def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False,
     backward). A CPU times each dense and depthwise layer at both
     batches (SMALL_BATCH_SHARE): from two samples on, oneDNN's call costs some 50-190 µs that do not grow with the
     batch, which the two sizes separate from the per-sample rate (see overlay.conv_setup); a GPU, and every device's
-    transposed layers, the full batch only (the quarter-batch lists stay empty). Last, on a CPU, the factor each list's
-    times were scaled by (`in_turn`: forward, backward, forward_small, backward_small), see `in_turn`."""
+    transposed layers, the full batch only (the quarter-batch lists stay empty). Last, on a CPU, the factor each
+    direction's times, both batches alike, were scaled by (`in_turn`: forward, backward), see `in_turn`."""
     fwd, bwd, fwd_small, bwd_small, geo_fwd, geo_bwd = [], [], [], [], [], []
     turns: dict[str, list] = {"forward": [], "backward": [], "forward_small": [], "backward_small": []}
     if depthwise:
@@ -241,29 +241,36 @@ def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False,
     factors = {}
     what = "transposed " if transposed else "depthwise " if depthwise else ""
     lists = {"forward": fwd, "backward": bwd, "forward_small": fwd_small, "backward_small": bwd_small}
-    for key, points in lists.items():
-        fns = turns[key]
-        if len(fns) > 1 and len(fns) == len(points):
-            seconds = clock(lambda fns=fns: [f() for f in fns], f"{what}conv layers in turn ({key})")
-            points[:], factors[key] = in_turn(points, seconds)
+    for direction in ("forward", "backward"):
+        keys = [k for k in (direction, direction + "_small") if 1 < len(turns[k]) == len(lists[k])]
+        if not keys:
+            continue
+        seconds = sum(clock(lambda fns=turns[k]: [f() for f in fns], f"{what}conv layers in turn ({k})") for k in keys)
+        scaled, factors[direction] = in_turn([lists[k] for k in keys], seconds)
+        for k, points in zip(keys, scaled, strict=True):
+            lists[k][:] = points
     return fwd, bwd, fwd_small, bwd_small, geo_fwd, geo_bwd, factors
 
 
 MAX_IN_TURN = 2.0  # layers in turn this much slower than alone, or more: a disturbed measurement, not kept
 
 
-def in_turn(points: list[tuple[float, float, float]], seconds: float) -> tuple[list[tuple[float, float, float]], float]:
-    """`points` (FLOPs, bytes, seconds of one layer called again and again) scaled to what the layers take called
-    one after another (`seconds`: one call of each, in turn), as a model's layers run, and the factor (at least 1,
-    under MAX_IN_TURN, else 1). Alone, a layer's operands and code stay in the core's own caches; in turn the other
-    layers push them out: on the project's Zen 4 VM (one thread) the eleven dense layers took 3-17 % longer in
-    turn at batch 4, 8 and 16 than the sum of their times alone (three small layers of 4 channels: no longer; a
-    ResNet's 3x3 layers at batch 32: 10 %), and a small ResNet's convolutions 13-22 % longer in its training step
-    than each alone. Each layer takes the same share of the difference."""
-    alone = sum(t for *_, t in points)
+def in_turn(sets: list[list[tuple[float, float, float]]], seconds: float) -> tuple[list[list[tuple]], float]:
+    """`sets` of points (FLOPs, bytes, seconds of one layer called again and again: the same layers at the full and
+    the quarter batch) scaled to what the layers take called one after another (`seconds`: one call of each, in
+    turn, every set), as a model's layers run, and the factor (at least 1, under MAX_IN_TURN, else 1). Alone, a
+    layer's operands and code stay in the core's own caches; in turn the other layers push them out: on the
+    project's Zen 4 VM (one thread) the eleven dense layers took 3-17 % longer in turn at batch 4, 8 and 16 than
+    the sum of their times alone (three small layers of 4 channels: no longer; a ResNet's 3x3 layers at batch 32:
+    10 %), and a small ResNet's convolutions 13-22 % longer in its training step than each alone. Each layer at
+    each batch takes the same share of the difference: one factor for both batches keeps the fixed cost per call
+    read between them (overlay.conv_setup) what the layers alone give, scaled as their rate is. Scaled apart, a
+    quarter batch's larger factor (1.17-1.23 against the full batch's 1.00-1.01 in one calibration) was read as
+    fixed cost: run 55's one-thread forward curve stood at 1.74 of the GEMM peak, with 142 µs a call."""
+    alone = sum(t for points in sets for *_, t in points)
     factor = seconds / alone if alone > 0 else 1.0
     factor = factor if 1.0 <= factor < MAX_IN_TURN else 1.0
-    return [(f, b, t * factor) for f, b, t in points], factor
+    return [[(f, b, t * factor) for f, b, t in points] for points in sets], factor
 
 
 def geometry(n: int, cin: int, cout: int, side: int, k: int, stride: int, transposed: bool) -> tuple:

@@ -105,12 +105,9 @@ def _curve(points: list[tuple[float, float]], cap: float = 1.0) -> list[dict]:
 
 def in_turn_note(factors: dict[str, dict[str, float]]) -> str:
     """The efficiency note's words on kernels.in_turn: how much longer each set of convolution layers took run in
-    turn than each alone, at the full batch ('' where nothing was measured)."""
+    turn than each alone, both batches together ('' where nothing was measured)."""
     parts = [
-        f"{kind} {phase} x{value:.3g}"
-        for kind, by in sorted(factors.items())
-        for phase, value in sorted(by.items())
-        if not phase.endswith("_small")
+        f"{kind} {phase} x{value:.3g}" for kind, by in sorted(factors.items()) for phase, value in sorted(by.items())
     ]
     return f"; convolution layers timed in turn, not each alone ({', '.join(parts)})" if parts else ""
 

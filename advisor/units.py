@@ -76,7 +76,7 @@ EXAMPLES = {
     "bandwidth": "'3.35 TB/s' or '400 Gbps'",
     "flops": "'989 TFLOPS'",
     "frequency": "'1410 MHz' or '1.98 GHz'",
-    "duration": "'90m', '36h', '2d' or '1w'",
+    "duration": "'90m', '36h', '2d' or '120 µs'",
     "count": "'1.28M' or '10B'",
     "money": "'$500' or '$1.5k'",
 }

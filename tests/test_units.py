@@ -62,3 +62,17 @@ def test_formatting():
     assert units.fmt_bits(400e9) == "3.2 Tbps"  # 400 GB/s × 8
     assert units.fmt_duration(5400) == "90 min"
     assert units.fmt_money(1234.5) == "$1,234"
+
+
+def test_every_example_in_an_error_message_parses():
+    # the hint a bad value gets must itself be readable: each quoted example of each kind parses, and a duration's
+    # examples cover a per-call cost too (catalog op_setup_s): '120 µs' = 1.2e-4 s, '90m' = 5,400 s
+    import re
+
+    for kind, text in units.EXAMPLES.items():
+        for example in re.findall(r"'([^']+)'", text):
+            units.parse(example, kind, kind)
+    assert units.parse("120 µs", "duration", "duration") == pytest.approx(1.2e-4)
+    assert units.parse("90m", "duration", "duration") == 5400.0
+    with pytest.raises(UserError, match="'120 µs'"):
+        units.parse("fast", "duration", "op_setup_s")

@@ -248,4 +248,8 @@ def test_a_cpu_profile_says_what_a_step_faults_in(tmp_path):
     assert json.loads(r.stdout)["memory"]["faulted_per_step"] == pytest.approx(50_335_744, rel=0.01)
     memory = load_profile(out).memory
     assert memory.step_fault_bytes.at(8) == pytest.approx(50_335_744, rel=0.01)
-    assert memory.step_fault_shares == {"backward": 1.0}  # the gradient is made in the backward pass
+    # the gradient is made in the backward pass: all of the 48 MiB there; a stray page elsewhere in one of the 8
+    # counted steps (4 KiB / 8 = 512 bytes a step, 1e-5 of the total: seen once in CI in the forward pass) is noise
+    shares = memory.step_fault_shares
+    assert shares["backward"] == pytest.approx(1.0, abs=1e-3)
+    assert sum(v for k, v in shares.items() if k != "backward") < 1e-3

@@ -98,8 +98,12 @@ def test_each_calibration_figure_is_the_median_of_its_sweeps():
 def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
     from advisor.calibration import bench
 
-    # each fake sweep's 50 MB add took 0.8, 1.9, 1.1 ms in turn; everything else is empty
+    import itertools
+
+    # each fake sweep's 50 MB add took 0.8, 1.9, 1.1 ms in turn, its two AdamW steps (500, 1,700), (900, 2,600)
+    # and (520, 1,660) µs; everything else is empty
     times = iter([0.8e-3, 1.9e-3, 1.1e-3])
+    steps = itertools.cycle([[500e-6, 1700e-6], [900e-6, 2600e-6], [520e-6, 1660e-6]])
 
     def sweep(device, clock, quick, tick):
         tick("memory bandwidth")
@@ -122,12 +126,15 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
             "conv_geometry": {},
             "reorder": [],
             "conv_in_turn": {},
+            "optimizer_timed": next(steps),
+            "loop_timed": None,
         }
 
     monkeypatch.setattr(bench, "_sweep", sweep)
     ticks = []
     m = bench.run("cpu", quick=True, tick=ticks.append, sweeps=3)  # --quick --sweeps 3: three sweeps, as asked
     assert m.sweeps == 3 and m.copy[0].seconds == 1.1e-3  # the median of 0.8, 1.9, 1.1 ms
+    assert m.optimizer_timed == [520e-6, 1700e-6] and m.loop_timed is None  # each step's median over the sweeps
     assert "memory bandwidth (sweep 3 of 3)" in ticks
     times = iter([0.9e-3])
     m = bench.run("cpu", quick=True)  # --quick alone: one sweep
@@ -263,6 +270,32 @@ def test_the_optimizers_costs_per_op_and_per_step_come_apart():
     assert split_costs([500e-6, 600e-6], [160, 640], [60e-6, 240e-6], 3e-6) == (3e-6, 0.0)
 
 
+def test_the_optimizers_and_loops_fixed_costs_split_the_sweeps_median_timings(monkeypatch):
+    """Each sweep times the two AdamW steps and the two GRU calls (bench._sweep: fit.timed_runs); bench.run keeps
+    each run's median over the sweeps, and the fits split those without timing anything again. Sweeps of
+    (500, 1,700), (900, 2,600) (a slow spell) and (520, 1,660) µs merge to (520, 1,700): with 160 and 640 ops
+    doing 60 and 240 µs, per op (1,700 - 520 - 180) / 480 = 2.0833 µs, per step 520 - 60 - 160 x 2.0833 = 126.7 µs
+    (the slow sweep alone would give (2,600 - 900 - 180) / 480 = 3.17 µs). The loop: (300, 1,100) µs over 120 and
+    600 ops doing 20 and 100 µs: per op (800 - 80) / 480 = 1.5 µs, per call 300 - 20 - 180 = 100 µs, less a
+    module call of 30 µs: 70 µs."""
+    from advisor.calibration import fit
+    from advisor.calibration.bench import median_of
+
+    merged = median_of([[500e-6, 1700e-6], [900e-6, 2600e-6], [520e-6, 1660e-6]])
+    assert merged == [520e-6, 1700e-6]
+
+    def untimed(*args):
+        raise AssertionError("timed again")
+
+    monkeypatch.setattr(fit, "timed_runs", untimed)
+    monkeypatch.setattr(fit, "counted_work", lambda data, runs, phase: ([160, 640], [60e-6, 240e-6]))
+    per_op, per_step = fit.optimizer_overheads({}, "cpu", 1, 1e-6, merged)
+    assert (per_op, per_step) == (pytest.approx(2.0833e-6, rel=1e-4), pytest.approx(126.67e-6, rel=1e-4))
+    monkeypatch.setattr(fit, "counted_work", lambda data, runs, phase: ([120, 600], [20e-6, 100e-6]))
+    per_op, per_call = fit.loop_overheads({}, 1, 1e-6, 30e-6, [300e-6, 1100e-6])
+    assert (per_op, per_call) == (pytest.approx(1.5e-6), pytest.approx(70e-6))
+
+
 def test_a_disturbed_calibration_is_measured_again_and_the_cleanest_kept(monkeypatch):
     """session.calibrate with attempts=3: runs with 2, 1, then 0 warnings; the third is kept and no fourth made;
     with attempts=2 the second (1 warning, fewer than 2) is kept and says it was measured twice."""
@@ -341,12 +374,16 @@ def test_the_kernels_and_the_tiny_nets_are_timed_on_a_held_heap(monkeypatch):
         assert sweeps == m_run.tiny_steps  # the nets' steps timed in bench.run's sweeps are what is fitted
         return {"forward": 1e-6, "backward": 1e-6, "optimizer": 1e-6}, None, []
 
-    def optimizer(data, device, threads, dispatch_s):
+    m_run.optimizer_timed, m_run.loop_timed = [5e-4, 1.7e-3], [3e-4, 1.1e-3]
+
+    def optimizer(data, device, threads, dispatch_s, timed):
         seen.append(("optimizer", state["held"]))
+        assert timed == m_run.optimizer_timed  # the sweeps' timings are what is split
         return 2e-6, 5e-5
 
-    def loop(data, threads, dispatch_s, module_s):
+    def loop(data, threads, dispatch_s, module_s, timed):
         seen.append(("loop", state["held"]))
+        assert timed == m_run.loop_timed
         return 1.2e-6, 1.1e-4
 
     monkeypatch.setattr(bench, "held_heap", held)

@@ -95,6 +95,9 @@ class Measurements:
     loop_op_s: float | None = None  # CPUs: per op of a recurrent layer's C++ loop (fit.loop_overheads)
     loop_call_s: float | None = None  # CPUs: per call of that layer, beyond its ops and the module call
     tiny_steps: list[dict[str, dict[str, float]]] = field(default_factory=list)  # each sweep's fit.tiny_steps
+    # CPUs: the median over the sweeps of each sweep's seconds of fit.optimizer_runs and fit.loop_runs (timed_runs)
+    optimizer_timed: list[float] | None = None
+    loop_timed: list[float] | None = None
     parallel_op_s: list[float] = field(default_factory=list)  # CPUs, >1 thread: profile.parallel_op_s probes
     # CPUs, >1 thread: an add by bytes moved whose input was just written at the same thread count, and by one thread
     handoff_matched: list[Point] = field(default_factory=list)
@@ -354,6 +357,13 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
 
         tick("tiny nets")
         steps = tiny_steps(device, clock.threads)
+    optimizer_timed = loop_timed = None
+    if not quick and not cuda:  # the optimizer's and a recurrent loop's fixed costs (fit.optimizer_overheads)
+        from advisor.calibration import fit
+
+        tick("the optimizer's and a recurrent loop's fixed costs")
+        optimizer_timed = fit.timed_runs(fit.optimizer_runs(), fit.STEP_ROUNDS, clock.threads)
+        loop_timed = fit.timed_runs(fit.loop_runs(), fit.LOOP_ROUNDS, clock.threads)
     tick("elementwise")
     x = torch.randn(VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS, device=device)
     out = torch.empty_like(x)
@@ -391,6 +401,8 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "first_touch": touch,
         "handoff": handoff,
         "tiny_steps": steps,
+        "optimizer_timed": optimizer_timed,
+        "loop_timed": loop_timed,
     }
 
 
@@ -483,6 +495,7 @@ def run(
     merged_keys += DEPTHWISE_KEYS + TRANSPOSED_KEYS
     for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows", "draws", "optimizer_cold"):
         setattr(m, key, merged[key])
+    m.optimizer_timed, m.loop_timed = merged["optimizer_timed"], merged["loop_timed"]
     m.skinny = kernels.layouts_mean(m.skinny_layouts)
     m.handoff_matched, m.handoff_cross = merged["handoff"]
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS

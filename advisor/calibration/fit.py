@@ -173,16 +173,26 @@ def _adamw(tensors: int, size: int):
     return opt
 
 
-def optimizer_overheads(data: dict, device: str, threads: int, dispatch_s: float) -> tuple[float, float]:
-    """(fixed cost per op of the optimizer phase, per step) on a CPU, measured directly: AdamW's warm step over
-    STEP_TENSORS[1] and over STEP_TENSORS[0] tensors of STEP_SIZE floats (`paired`, STEP_ROUNDS pairs); the
-    difference less its ops' work (their curves and floors in the overlay `data`) over the difference in ops is the
-    cost per op, and the smaller step less its ops is the cost per step. The tiny nets' optimizer phases cannot tell
-    the two apart (their steps start after backward passes that leave the caches warm, and a per-step cost spreads
-    over their few ops: fitted through them the cost per op came out 3.7 µs on the development VM's EPYC, measured
-    here 1.6-2.0 µs)."""
-    opts = [_adamw(n, STEP_SIZE) for n in STEP_TENSORS]
-    seconds, ops, work = paired(data, threads, [opt.step for opt in opts], STEP_ROUNDS, "optimizer")
+def optimizer_runs() -> list[Callable[[], object]]:
+    """The two steps optimizer_overheads splits: AdamW's warm step over STEP_TENSORS[0] and STEP_TENSORS[1]
+    tensors of STEP_SIZE floats."""
+    return [_adamw(n, STEP_SIZE).step for n in STEP_TENSORS]
+
+
+def optimizer_overheads(
+    data: dict, device: str, threads: int, dispatch_s: float, timed: list[float] | None = None
+) -> tuple[float, float]:
+    """(fixed cost per op of the optimizer phase, per step) on a CPU, measured directly: AdamW's warm steps
+    (`optimizer_runs`), the median seconds of each over the calibration's sweeps (`timed`: `timed_runs` in each
+    sweep, their median per step; timed here, STEP_ROUNDS pairs, without them); the difference less its ops' work
+    (their curves and floors in the overlay `data`) over the difference in ops is the cost per op, and the smaller
+    step less its ops is the cost per step. Timed once, after the sweeps, a slow spell set both: on the development
+    VM's EPYC the cost per op came out 2.0-4.8 µs between calibrations, and 2.2-3.8 µs in eight timings a minute
+    apart (the cost per step 39-302 µs). The tiny nets' optimizer phases cannot tell the two apart (their steps
+    start after backward passes that leave the caches warm, and a per-step cost spreads over their few ops)."""
+    runs = optimizer_runs()
+    seconds = timed or timed_runs(runs, STEP_ROUNDS, threads)
+    ops, work = counted_work(data, runs, "optimizer")
     return split_costs(seconds, ops, work, dispatch_s)
 
 
@@ -194,36 +204,36 @@ def optimizer_overheads(data: dict, device: str, threads: int, dispatch_s: float
 LOOP_WIDTH, LOOP_BATCH, LOOP_STEPS, LOOP_ROUNDS = 8, 4, (8, 40), 100
 
 
-def loop_overheads(data: dict, threads: int, dispatch_s: float, module_s: float | None) -> tuple[float, float]:
-    """(fixed cost per forward op a recurrent layer issues from its C++ loop, per call of the layer) on a CPU,
-    measured directly: a GRU LOOP_WIDTH wide over LOOP_BATCH rows, its forward pass (with autograd recording, as
-    in training) over LOOP_STEPS[1] and LOOP_STEPS[0] steps (`paired`, LOOP_ROUNDS pairs), split as split_costs
-    does, never below half a dispatch from Python (`dispatch_s`: an op issued from C++ skips the binding's share),
-    the call's share less one module call (`module_s`, which estimates add for every module)."""
+def loop_runs() -> list[Callable[[], object]]:
+    """The two calls loop_overheads splits: a GRU LOOP_WIDTH wide over LOOP_BATCH rows, its forward pass (with
+    autograd recording, as in training) over LOOP_STEPS[0] and LOOP_STEPS[1] steps, each run once."""
     import torch
 
     layer = torch.nn.GRU(LOOP_WIDTH, LOOP_WIDTH, batch_first=True)
     runs = [lambda x=torch.randn(LOOP_BATCH, n, LOOP_WIDTH): layer(x) for n in LOOP_STEPS]
     for run in runs:
         run()
-    seconds, ops, work = paired(data, threads, runs, LOOP_ROUNDS, "forward")
+    return runs
+
+
+def loop_overheads(
+    data: dict, threads: int, dispatch_s: float, module_s: float | None, timed: list[float] | None = None
+) -> tuple[float, float]:
+    """(fixed cost per forward op a recurrent layer issues from its C++ loop, per call of the layer) on a CPU,
+    measured directly: `loop_runs`, the median seconds of each over the calibration's sweeps (`timed`; timed
+    here, LOOP_ROUNDS pairs, without them), split as split_costs does, never below half a dispatch from Python
+    (`dispatch_s`: an op issued from C++ skips the binding's share), the call's share less one module call
+    (`module_s`, which estimates add for every module)."""
+    runs = loop_runs()
+    seconds = timed or timed_runs(runs, LOOP_ROUNDS, threads)
+    ops, work = counted_work(data, runs, "forward")
     per_op, per_call = split_costs(seconds, ops, work, dispatch_s / 2)
     return per_op, max(0.0, per_call - (module_s or 0.0))
 
 
-def paired(
-    data: dict, threads: int, runs: list[Callable[[], object]], rounds: int, phase: str
-) -> tuple[list[float], list[int], list[float]]:
-    """(median seconds, ops, work) of each of `runs`, timed alternately `rounds` times (the process clock at one
-    thread, else the wall clock): the ops the profiler counts in a run and their work in `phase` by the curves and
-    floors of the overlay `data`, without fixed costs. What split_costs takes."""
-    from advisor.calibration.ops import _counted
-    from advisor.calibration.overlay import models
-    from advisor.estimator.roofline import op_time
-    from advisor.profiler.registry import lookup
-
-    dev, eff = models(data)
-    eff = eff.model_copy(update={"op_overhead_s": 1e-9, "phase_overhead_s": {}, "module_overhead_s": None})
+def timed_runs(runs: list[Callable[[], object]], rounds: int, threads: int) -> list[float]:
+    """The median seconds of each of `runs`, timed alternately `rounds` times (the process clock at one thread,
+    else the wall clock)."""
     clock = time.process_time if threads == 1 else time.perf_counter
     times: list[list[float]] = [[] for _ in runs]
     for _ in range(rounds):
@@ -231,6 +241,19 @@ def paired(
             t0 = clock()
             run()
             times[i].append(clock() - t0)
+    return [statistics.median(t) for t in times]
+
+
+def counted_work(data: dict, runs: list[Callable[[], object]], phase: str) -> tuple[list[int], list[float]]:
+    """(ops, work) of each of `runs`: the ops the profiler counts in a run and their work in `phase` by the curves
+    and floors of the overlay `data`, without fixed costs. With `timed_runs`' seconds, what split_costs takes."""
+    from advisor.calibration.ops import _counted
+    from advisor.calibration.overlay import models
+    from advisor.estimator.roofline import op_time
+    from advisor.profiler.registry import lookup
+
+    dev, eff = models(data)
+    eff = eff.model_copy(update={"op_overhead_s": 1e-9, "phase_overhead_s": {}, "module_overhead_s": None})
     ops, work = [], []
     for run in runs:
         calls = _counted(run)
@@ -242,7 +265,7 @@ def paired(
                 for name, f, b, _ in calls
             )
         )  # fmt: skip
-    return [statistics.median(t) for t in times], ops, work
+    return ops, work
 
 
 def split_costs(seconds: list[float], ops: list[int], work: list[float], dispatch_s: float) -> tuple[float, float]:

@@ -88,11 +88,11 @@ def _calibrate_once(
             if device != "cuda":  # the optimizer's costs per op and per step, apart (fit.optimizer_overheads)
                 tick("the optimizer's fixed costs")
                 per_op["optimizer"], m.optimizer_step_s = fit.optimizer_overheads(
-                    overlay.build(m), device, torch.get_num_threads(), m.dispatch_s
+                    overlay.build(m), device, torch.get_num_threads(), m.dispatch_s, m.optimizer_timed
                 )
                 tick("a recurrent layer's loop")  # its ops are priced apart (fit.loop_overheads)
                 m.loop_op_s, m.loop_call_s = fit.loop_overheads(
-                    overlay.build(m), torch.get_num_threads(), m.dispatch_s, module
+                    overlay.build(m), torch.get_num_threads(), m.dispatch_s, module, m.loop_timed
                 )
             m.phase_overhead_s, m.module_overhead_s = per_op, module
             if device == "cuda":  # the tiny nets' steps are the host issuing ops: a GPU's host time per op

@@ -130,6 +130,10 @@ def test_calibrate_quick_writes_a_loadable_overlay_to_the_user_folder(tmp_path):
     assert out["conv_channel_block"] in (1, 4, 8, 16, 32)  # read off its layers (overlay.channel_block)
     for small, large in (out["conv_reorder_rate"] or {}).values():  # NCHW less NHWC layers: positive rates
         assert small > 0 and large > 0
+    # copies between layouts: --quick measures runs of 1, 16 and 256 floats, each at least a plain copy's time
+    assert [p["run"] for p in out["permuted_copy"]] == [1, 16, 256]
+    assert min(p["ratio"] for p in out["permuted_copy"]) >= 1.0
+    assert "copy between layouts" in run_cli("calibrate", "--quick", "--threads", "1", env=env).stdout
     shown = run_cli("catalog", "show", "local-cpu", "--format", "json", env=env)
     assert shown.returncode == 0, shown.stderr
     assert run_cli("catalog", "validate", str(path), env=env).returncode == 0

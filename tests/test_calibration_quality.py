@@ -96,9 +96,9 @@ def test_each_calibration_figure_is_the_median_of_its_sweeps():
 
 
 def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
-    from advisor.calibration import bench
-
     import itertools
+
+    from advisor.calibration import bench
 
     # each fake sweep's 50 MB add took 0.8, 1.9, 1.1 ms in turn, its two AdamW steps (500, 1,700), (900, 2,600)
     # and (520, 1,660) µs; everything else is empty
@@ -108,6 +108,7 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
     def sweep(device, clock, quick, tick):
         tick("memory bandwidth")
         empty = {k: [] for k in ("conv", "conv_backward", "conv_small", "conv_backward_small", "blocks", "copy")}
+        empty["permuted_copy"] = []
         empty.update((k, []) for k in bench.DEPTHWISE_KEYS + bench.TRANSPOSED_KEYS)
         return {
             **empty,

@@ -1399,3 +1399,76 @@ def test_a_cpu_convolution_on_nchw_tensors_pays_onednns_layout_reorders_at_their
     prof = profile_model(model, batch_size=4, device="meta")
     assert any(kernels.reorder_passes(o, eff, "fp32", 4) for o in prof.ops)
     assert_table_is_scalar(prof, CPU, eff, (1, 4, 64))
+
+
+def test_a_copy_between_layouts_records_the_runs_both_sides_share():
+    """counter.copy_run: elements per run contiguous in both the source's and the target's strides."""
+    from advisor.profiler.counter import contiguous_strides, copy_run
+
+    # a mixer's token mixing: [8, 64, 96] transposed to [8, 96, 64] and made contiguous: the innermost dimension
+    # (stride 1 in the target) has stride 96 in the source: runs of 1
+    assert copy_run((8, 96, 64), (6144, 1, 96), contiguous_strides((8, 96, 64))) == 1
+    assert contiguous_strides((8, 96, 64)) == (6144, 64, 1)
+    # attention heads: [B, T, H, D] = [2, 8, 4, 16] viewed as [2, 4, 8, 16] (strides 512, 16, 64, 1) made
+    # contiguous (512, 128, 16, 1): the head dimension is contiguous on both sides, the next one is not: 16
+    assert copy_run((2, 4, 8, 16), (512, 16, 64, 1), (512, 128, 16, 1)) == 16
+    # [3, 2, 4, 5] with its two outer dimensions swapped: [2, 3, 4, 5] at (20, 40, 5, 1) into (60, 20, 5, 1): the
+    # inner 4 x 5 = 20 elements are one run on both sides
+    assert copy_run((2, 3, 4, 5), (20, 40, 5, 1), (60, 20, 5, 1)) == 20
+    # the same layout, a broadcast source, a copy contiguous on both sides up to size-1 dimensions: no record
+    assert copy_run((8, 96, 64), (6144, 64, 1), (6144, 64, 1)) is None
+    assert copy_run((8, 96, 64), (0, 64, 1), (6144, 64, 1)) is None
+    assert copy_run((1, 96, 64), (7, 64, 1), (6144, 64, 1)) is None
+
+
+def test_a_copy_between_layouts_costs_its_measured_ratio_by_run(tmp_path):
+    """A transposing copy (a clone of a transposed view, the copy a LayerNorm makes of a permuted input) takes the
+    calibrated ratio to a plain copy at its run; other copies and families without the ratio pay none."""
+    from advisor.profiler.profile import profile_model
+
+    eff = with_(permuted_copy=[{"run": 1, "ratio": 8.0}, {"run": 16, "ratio": 2.0}, {"run": 256, "ratio": 1.2}])
+
+    def clone(run):
+        return record("aten.clone", category="memory", nbytes=1e6, copy_run=run)
+
+    # between the points straight on a log scale of runs: run 4 is half way from 1 to 16, 8 + 0.5 x (2 - 8) = 5;
+    # the end points' ratios below and beyond them
+    factors = [kernels.copy_factor(clone(run), eff) for run in (1, 4, 16, 1000, None)]
+    assert factors == pytest.approx([8.0, 5.0, 2.0, 1.2, 1.0])
+    assert kernels.copy_factor(clone(1), EFF) == 1.0
+    # 1e6 B at 0.5 x 1e10 B/s: 200 µs plainly, x 8 in runs of 1 (+ 10 µs overhead each); on the op's own curve
+    # (0.1: 1 ms) the same ratio: 8 ms
+    seconds = [profile_op_time(clone(run), CPU, eff, "fp32", "fp32", 1).seconds for run in (None, 1)]
+    assert seconds == pytest.approx([210e-6, 1.61e-3])
+    own = with_(permuted_copy=eff.permuted_copy, op_curves={"aten.clone": [{"min_size": 0, "efficiency": 0.1}]})
+    assert profile_op_time(clone(1), CPU, own, "fp32", "fp32", 1).seconds == pytest.approx(8.01e-3)
+
+    model = tmp_path / "layouts.py"
+    model.write_text(
+        "import torch\nfrom torch import nn\n\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.norm, self.mix = nn.LayerNorm(8), nn.Linear(16, 16)\n\n"
+        "    def forward(self, x):\n"
+        "        y = self.norm(x.permute(0, 2, 3, 1))\n"  # [B, 4, 4, 8] of [B, 8, 4, 4]: the norm copies it
+        "        z = y.reshape(-1, 16, 8).transpose(1, 2).contiguous()\n"  # a transposing clone
+        "        h = x.reshape(-1, 8, 2, 8).transpose(1, 2).contiguous()\n"  # runs of 8: heads permuted
+        "        return self.mix(z).sum() + h.sum()\n\n\n"
+        "def build_model():\n    return Net()\n\n\n"
+        "def example_batch(batch_size):\n    return torch.randn(batch_size, 8, 4, 4, requires_grad=True)\n\n\n"
+        "def training_step(model, batch):\n    return model(batch)\n"
+    )
+    prof = profile_model(model, batch_size=2, device="meta")
+    runs = sorted((o.op, o.phase, o.copy_run) for o in prof.ops if o.copy_run is not None)
+    assert ("aten.native_layer_norm", "forward", 1) in runs
+    assert ("aten.clone", "forward", 1) in runs and ("aten.clone", "forward", 8) in runs
+    norm = next(o for o in prof.ops if o.op == "aten.native_layer_norm")
+    # [2, 4, 4, 8] fp32 read and written once, 1,024 B a sample, priced as 8 times the bytes of a plain copy
+    assert kernels.strided_copy_bytes(norm, "fp32", 2, eff) == 8 * 1024.0
+    # the vectorized op table prices every record as the scalar reference does, the norm's copy included
+    got, want, _ = table_and_scalar(prof, eff)
+    assert got == pytest.approx(want, rel=1e-9)
+    base, _, _ = table_and_scalar(prof, EFF)
+    i = prof.ops.index(norm)
+    assert got[i] > base[i]

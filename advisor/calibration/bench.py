@@ -24,6 +24,9 @@ COPY_ELEMENTS = tuple(2**k for k in range(8, 26))  # 1 KiB .. 128 MiB of fp32
 # own cache holds what it wrote) past the private caches of a few cores
 HANDOFF_ELEMENTS = tuple(2**k for k in range(15, 24))  # 128 KiB .. 32 MiB of fp32
 VECTOR_ELEMENTS = 1 << 22
+# copies between layouts (Efficiency.permuted_copy): runs of contiguous elements both sides share, on a tensor of
+# PERMUTED_ELEMENTS floats (4 MB)
+PERMUTED_RUNS, PERMUTED_ELEMENTS = (1, 4, 16, 64, 256, 4096), 1 << 20
 COLD_SETS = 512  # at most this many operand pairs per matmul size
 # A CPU's size-dependent figures (GEMMs, convolutions, the add by size, fresh pages, the vector ops) are measured in
 # this many sweeps, one after another, and each point's median kept: a shared machine drifts over tens of seconds
@@ -59,6 +62,7 @@ class Measurements:
     # is their mean
     skinny_layouts: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
     copy: list[Point] = field(default_factory=list)  # by bytes moved (read + written)
+    permuted_copy: list[tuple[int, float]] = field(default_factory=list)  # (run, ratio): permuted_copy_points
     vector_flops_s: float = 0.0  # achieved FLOP/s of a large, compute-heavy elementwise op (gelu)
     vector_bytes: float = 0.0
     vector_seconds: float = 0.0
@@ -215,6 +219,27 @@ def memory_points(device: str, clock: Clock, quick: bool) -> list[Point]:
     return out
 
 
+def permuted_copy_points(device: str, clock: Clock, quick: bool) -> list[tuple[int, float]]:
+    """[(run, ratio)]: a copy of PERMUTED_ELEMENTS floats (a sixteenth with `quick`) from a view that swaps the
+    two outer dimensions of a [side, side, run] tensor, so that source and destination share runs of `run`
+    contiguous elements, over a plain copy of the same tensor, for each of PERMUTED_RUNS (every other with `quick`).
+    What a transposed or permuted tensor made contiguous costs (kernels.copy_factor)."""
+    import math
+
+    import torch
+
+    total = PERMUTED_ELEMENTS >> 4 if quick else PERMUTED_ELEMENTS
+    out = []
+    for run in PERMUTED_RUNS[::2] if quick else PERMUTED_RUNS:
+        side = max(2, math.isqrt(total // run))
+        src = torch.randn(side, side, run, device=device)
+        view, dst = src.transpose(0, 1), torch.empty(side, side, run, device=device)
+        plain = clock(lambda src=src, dst=dst: dst.copy_(src), f"copy {side}x{side}x{run}")
+        permuted = clock(lambda view=view, dst=dst: dst.copy_(view), f"permuted copy, runs of {run}")
+        out.append((run, permuted / max(plain, 1e-12)))
+    return out
+
+
 def handoff_points(quick: bool, reps: int = 60) -> tuple[list[Point], list[Point]]:
     """CPUs at more than one thread: an out-of-place add by bytes moved (as memory_points), its input written just
     before each call by a multiply at the same thread count (each thread's share of the add is the share it wrote,
@@ -335,6 +360,8 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
             tick(f"no CUDA graph ({exc}): the dispatch is each kernel's floor")
     tick("memory bandwidth")
     copy = memory_points(device, clock, quick)
+    tick("copies between layouts")
+    permuted = permuted_copy_points(device, clock, quick)
     touch = None
     if not cuda:
         from advisor.calibration.validate import first_touch_s_per_byte
@@ -393,6 +420,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "floors": smallest,
         "launch_s": launch_s,
         "copy": copy,
+        "permuted_copy": permuted,
         "gelu_s": gelu_s,
         "ops": ops.measure(device, quick_clock, quick, tick),
         "windows": ops.windows(device, quick_clock),
@@ -493,7 +521,8 @@ def run(
     merged_keys = ("matmul", "skinny_layouts", "conv", "conv_backward", "conv_small", "conv_backward_small", "blocks")
     merged_keys += ("conv_geometry", "reorder", "conv_in_turn")
     merged_keys += DEPTHWISE_KEYS + TRANSPOSED_KEYS
-    for key in (*merged_keys, "floors", "launch_s", "copy", "ops", "windows", "draws", "optimizer_cold"):
+    merged_keys += ("floors", "launch_s", "copy", "permuted_copy", "ops", "windows", "draws", "optimizer_cold")
+    for key in merged_keys:
         setattr(m, key, merged[key])
     m.optimizer_timed, m.loop_timed = merged["optimizer_timed"], merged["loop_timed"]
     m.skinny = kernels.layouts_mean(m.skinny_layouts)

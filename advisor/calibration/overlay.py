@@ -397,6 +397,8 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         "matrix_by_dtype": curves,
         **_efficiencies(m, fp32, bandwidth),
     }
+    if m.permuted_copy:  # a copy is never taken faster than a plain one of its bytes
+        efficiency["permuted_copy"] = [{"run": int(run), "ratio": round(max(1.0, r), 3)} for run, r in m.permuted_copy]
     if m.draws:
         efficiency["draw_half_ratio"] = {op: round(ratio, 3) for op, ratio in m.draws.items()}
     if cpu:

@@ -282,6 +282,21 @@ def _by_bytes(points: list[ColdPoint]) -> list[ColdPoint]:
     return points
 
 
+class CopyPoint(Strict):
+    """One point of `Efficiency.permuted_copy`: a copy between two layouts that moves `run` elements in each run
+    contiguous on both sides takes `ratio` times a plain copy of its bytes."""
+
+    run: int = Field(ge=1, le=10**9)
+    ratio: float = Field(ge=1.0, le=1e3)
+
+
+def _by_run(points: list[CopyPoint]) -> list[CopyPoint]:
+    runs = [p.run for p in points]
+    if runs != sorted(runs) or len(set(runs)) != len(runs):
+        raise ValueError("points must be listed by strictly increasing run")
+    return points
+
+
 class Efficiency(Strict):
     """Achievable fractions of datasheet peaks for a device family, and the fixed cost of an op."""
 
@@ -515,6 +530,13 @@ class Efficiency(Strict):
         "and evicted the optimizer's code and objects (AdamW's step over 16 small tensors right after an add of "
         "that many bytes, less the same step straight after). Log-linear between points, the end points beyond. "
         "Empty: not priced",
+    )
+    permuted_copy: Annotated[list[CopyPoint], AfterValidator(_by_run)] = Field(
+        [],
+        description="how much longer a copy between two layouts (a transposed or permuted tensor made contiguous) "
+        "takes than a plain copy of its bytes, by the elements it moves in each run contiguous on both sides "
+        "(OpRecord.copy_run), measured by advisor calibrate on a 4 MB tensor; straight on a log scale of runs "
+        "between points, the end points beyond. Empty: priced as a plain copy",
     )
     first_touch_bandwidth: Bandwidth | None = Field(
         None,

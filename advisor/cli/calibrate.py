@@ -53,6 +53,9 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         # the optimizer's fixed cost per step after the smallest and the largest traffic (Efficiency.optimizer_step)
         "optimizer_step_s": [float(pt["seconds"]) for pt in eff.get("optimizer_step") or []] or None,
         "draw_half_ratio": dict(eff.get("draw_half_ratio") or {}) or None,
+        # a copy between layouts against a plain one, by its runs (Efficiency.permuted_copy)
+        "permuted_copy": [{"run": int(p["run"]), "ratio": float(p["ratio"])} for p in eff.get("permuted_copy") or []]
+        or None,
         # a recurrent layer run step by step: per op of its C++ loop and per call (Efficiency.loop_op_s)
         "loop_op_s": float(eff["loop_op_s"]) if eff.get("loop_op_s") is not None else None,
         "loop_call_s": float(eff["loop_call_s"]) if eff.get("loop_call_s") is not None else None,
@@ -101,6 +104,9 @@ def _table(s: dict) -> None:
     if s["draw_half_ratio"]:
         ratios = ", ".join(f"{op.removeprefix('aten.')} {r:.2f}x" for op, r in s["draw_half_ratio"].items())
         t.add_row("random draws at p = 0.5 (against 0.9)", ratios)
+    if s["permuted_copy"]:
+        ratios = ", ".join(f"{p['run']} {p['ratio']:.2f}x" for p in s["permuted_copy"])
+        t.add_row("copy between layouts, by run (floats)", ratios)
     if s["parallel_op_s"]:  # the threads' state: validate compares its own probes with these
         low, high = min(s["parallel_op_s"]), max(s["parallel_op_s"])
         shown = units.fmt_duration(low) if low == high else f"{units.fmt_duration(low)} - {units.fmt_duration(high)}"

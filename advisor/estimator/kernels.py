@@ -37,6 +37,13 @@ a profile record (op, shapes, layout) into adjustments of its roofline time, per
   development VM's EPYC, one thread, 2^17 floats: 4.4 ns an element at p = 0.999, 6.0 at 0.9, 7.6 at 0.8, 12.0 at
   0.5, the same either side of one half). Calibration measures each draw op's curve at p = 0.9 and its time at 0.5
   (`draw_half_ratio`); `draw_factor` scales the curve to the profile's probability.
+- Copies between layouts: a transposed or permuted tensor made contiguous (aten.clone, copy_ or _to_copy between
+  two layouts, and the copies 'strided' records make first) reads or writes in runs as long as the innermost
+  dimension the two layouts share (`OpRecord.copy_run`), and short runs leave most of each cache line unused
+  until the next pass. On the development VM's EPYC at one thread a 4 MB copy took 7-14x a plain copy's time in
+  runs of 1-8 floats, 2.5x in runs of 16, 1.5-1.7x in runs of 32-64 (a mixer's token-mixing transposes, an
+  attention's heads permuted). Calibration measures the ratio by run length (`permuted_copy`); `copy_factor`
+  reads it.
 The shapes come from the profile record's `shapes` (taken at the profile's batch size); the batch dimension
 grows with the FLOPs when the estimate is for another micro-batch.
 """
@@ -139,6 +146,32 @@ def draw_factor(op: OpRecord, eff: Efficiency) -> float:
         return 1.0
     q = min(op.probability, 1.0 - op.probability)
     return max(DRAW_FLOOR, 1.0 + (ratio - 1.0) * (q - DRAW_CURVE_Q) / (0.5 - DRAW_CURVE_Q))
+
+
+def copy_factor(op: OpRecord, eff: Efficiency) -> float:
+    """How much longer a copy between two layouts (the record's `copy_run`) takes than a plain copy of its bytes:
+    the family's measured ratio (`Efficiency.permuted_copy`) at the record's run, straight on a log scale of runs
+    between the measured ones, the first's below them and the last's beyond; 1 for other records and families
+    that did not measure it."""
+    points = eff.permuted_copy
+    run = op.copy_run
+    if run is None or not points:
+        return 1.0
+    if run <= points[0].run:
+        return points[0].ratio
+    for lo, hi in zip(points, points[1:], strict=False):
+        if run <= hi.run:
+            share = math.log(run / lo.run) / math.log(hi.run / lo.run)
+            return lo.ratio + share * (hi.ratio - lo.ratio)
+    return points[-1].ratio
+
+
+def curve_factor(op: OpRecord, eff: Efficiency) -> float:
+    """What a record's memory-bound time is multiplied by (roofline.op_time's `curve_scale`): a draw's at its
+    probability (`draw_factor`) and a copy's between layouts (`copy_factor`); a 'strided' record's copy is
+    priced apart (`strided_copy_bytes`), its own kernel plainly."""
+    factor = draw_factor(op, eff)
+    return factor if op.layout == "strided" else factor * copy_factor(op, eff)
 
 
 def kernel_variant(op: OpRecord, eff: Efficiency) -> str | None:
@@ -465,17 +498,19 @@ def channel_block_work(op: OpRecord, device: Device, rule, batch: float) -> tupl
 GATHER_OPS = ("aten.embedding",)
 
 
-def strided_copy_bytes(op: OpRecord, dtype: str, profile_batch: float) -> float:
+def strided_copy_bytes(op: OpRecord, dtype: str, profile_batch: float, eff: Efficiency | None = None) -> float:
     """Bytes per sample, over all calls, of the copy a record makes of its non-contiguous first input before its
     kernel runs (layout 'strided': the embedding gradient of a column slice, a LayerNorm over a permuted tensor,
     which PyTorch's kernels make contiguous first): a tensor of the first input's shape read and written once, in
-    `dtype`; 0 for other records."""
+    `dtype`, as many bytes of a plain copy as take its time (times `copy_factor` with the family `eff`: a
+    permuted input's copy runs slower than a plain one of its bytes); 0 for other records."""
     if op.layout != "strided" or not profile_batch:
         return 0.0
     shapes = parse_shapes(op.shapes)
     if not shapes or not shapes[0]:
         return 0.0
-    return 2.0 * math.prod(shapes[0]) * DTYPE_BYTES.get(dtype, 4) * op.count / profile_batch
+    factor = copy_factor(op, eff) if eff is not None else 1.0
+    return 2.0 * math.prod(shapes[0]) * DTYPE_BYTES.get(dtype, 4) * op.count / profile_batch * factor
 
 
 def gather_blocks_per_byte(op: OpRecord, rule, dtype: str) -> float:

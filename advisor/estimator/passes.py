@@ -103,7 +103,7 @@ class OpTable:
     scale: np.ndarray  # of the size curve (convolutions without an intensity curve)
     size_scale: np.ndarray  # FLOPs multiplier of the size-curve lookup (roofline.size_factor)
     op_curve: np.ndarray  # index into `curves` of the op's own measured curve by bytes per call (-1: none)
-    curve_scale: np.ndarray  # multiplies the time the op's own curve gives (kernels.draw_factor), 1: none
+    curve_scale: np.ndarray  # multiplies a memory-bound time, own curve or memory curve (kernels.curve_factor)
     min_s: np.ndarray  # least body time of one call
     setup_s: np.ndarray  # time every call adds to its body (Efficiency.op_setup_s)
     window: np.ndarray  # N × 2: a pooling op's (FLOPs per byte of its curve, seconds per FLOP beyond), 0: none
@@ -334,7 +334,8 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
         if name != op.op:
             continue  # an fp8 cast row: plain memory traffic
         scale_b = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0  # the record's bytes in `dtype`
-        curve_scale[j] = kernels.draw_factor(op, eff)
+        curve_scale[j] = kernels.curve_factor(op, eff)
+        copies[j] = kernels.strided_copy_bytes(op, dtype, batch, eff)
         if loop_s is not None and phase == "forward" and stepped and within(op.module, stepped):
             overhead[j] = loop_s  # issued from a recurrent layer's C++ loop (Efficiency.loop_op_s)
         if norms is not None:
@@ -354,7 +355,6 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
             s_fix[j], s_per[j] = op.bytes_written.fixed * scale_b, op.bytes_written.per_sample * scale_b
         sort_idx[j] = kernels.sorted_indices(op, eff.index_sort, batch)
         sort_max[j] = kernels.sort_threshold(op, eff.index_sort)
-        copies[j] = kernels.strided_copy_bytes(op, dtype, batch)
         if category == "matrix" and kernel_data:
             tensor = dtype not in kernels.TENSOR_CORE_DTYPES or kernels.tensor_cores(op, eff, dtype)
             if not tensor:
@@ -565,6 +565,7 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     # on a many-thread CPU a step's memory-bound calls read what another op's threads wrote (roofline.handoff_factor)
     handoff = _at(table.handoff_curve, b_look) if table.handoff_curve is not None else np.ones_like(b_look)
     t_mem = np.where(b_call > 0, b_call / (table.bandwidth * _at(table.memory_curve, b_look) * handoff), 0.0)
+    t_mem = t_mem * table.curve_scale  # a copy between layouts (own curves rescale theirs below)
     eta = np.broadcast_to(table.eta, f_call.shape).copy()
     intensity = f_call / np.where(b_call > 0, b_call, 1.0)
     # the cap by FLOPs per byte: a recurrent step's weights come from the cache, only its per-sample bytes count

@@ -280,9 +280,10 @@ def op_time(
     the compute rate of a GEMM the library runs on its slow unaligned kernels (`kernels.gemm_unaligned`); `floor_s`
     is the least one call takes on the kernels the library picks for its shapes (`kernels.channel_block_s`);
     `variant` the op's kernel variant (`kernels.kernel_variant`: a matmul's GEMM layout, a depthwise convolution);
-    `curve_scale` multiplies the time an op's own curve gives (`kernels.draw_factor`: a draw at another probability
-    than its curve's); `reorder_s` (total over the calls) is a CPU convolution's layout reorders (`kernels.reorder_s`),
-    memory-bound work of their own."""
+    `curve_scale` multiplies the time an op's own curve gives, or a memory-bound op's by the memory curve
+    (`kernels.curve_factor`: a draw at another probability than its curve's, a copy between layouts); `reorder_s`
+    (total over the calls) is a CPU convolution's layout reorders (`kernels.reorder_s`), memory-bound work of their
+    own."""
     calls = max(count, 1.0)
     f_call, b_call = flops / calls, nbytes / calls
     b_look = max(b_call, reuse_bytes)
@@ -296,7 +297,9 @@ def op_time(
         t_cmp = f_call / (peak * eta) if f_call > 0 and category != "memory" else 0.0
         t_mem = b_call / (device.memory_bandwidth * eta) if b_call > 0 else 0.0
     else:
-        t_mem = b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_look)) if b_call > 0 else 0.0
+        t_mem = (
+            b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_look)) * curve_scale if b_call > 0 else 0.0
+        )
         t_cmp, unit = 0.0, "memory"
         if f_call > 0 and category != "memory":
             peak, unit = peak_for(device, dtype, "vector" if vector_unit else category)
@@ -389,7 +392,7 @@ def profile_op_time(
     if gather_s:  # one thread block per looked-up row: short rows take the blocks' time, not the bytes'
         extra["floor_s"] = max(extra.get("floor_s", 0.0), gather_s)
     sort_bytes, launches = kernels.index_sort_cost(op, eff.index_sort, batch, profile_batch or batch)
-    copied = kernels.strided_copy_bytes(op, dtype, profile_batch or batch) * batch
+    copied = kernels.strided_copy_bytes(op, dtype, profile_batch or batch, eff) * batch
     if copied:  # its non-contiguous gradient made contiguous first: one more kernel's traffic
         extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + copied
     if sort_bytes:  # an embedding gradient's index sort: separate kernels around the op
@@ -405,9 +408,9 @@ def profile_op_time(
     passes = kernels.reorder_passes(op, eff, dtype, profile_batch or batch)
     if passes:  # a CPU convolution on NCHW tensors: oneDNN's layout reorders around it, at their own sizes
         extra["reorder_s"] = kernels.reorder_s(passes, device.memory_bandwidth, eff.conv_reorder, growth) * op.count
-    draw = kernels.draw_factor(op, eff)
-    if draw != 1.0:
-        extra["curve_scale"] = draw
+    factor = kernels.curve_factor(op, eff)
+    if factor != 1.0:
+        extra["curve_scale"] = factor
     t = op_time(
         device, eff, flops, nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op, reuse_bytes=reuse, **extra
     )

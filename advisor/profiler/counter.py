@@ -15,6 +15,7 @@ of a 70B model aggregate into one set of records.
 
 from __future__ import annotations
 
+import math
 import weakref
 from dataclasses import dataclass, field
 
@@ -99,6 +100,38 @@ def span_bytes(t: torch.Tensor) -> int:
         return 0
     span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True) if s > 1)
     return min(span, t.numel()) * t.element_size()
+
+
+# Ops that copy one tensor into another: when the two lay their elements out differently (a transposed or permuted
+# view made contiguous), the kernel reads or writes in short runs (OpRecord.copy_run), by position of (source,
+# destination) among the inputs, None for the output.
+COPIES = {"aten.clone": (0, None), "aten._to_copy": (0, None), "aten.copy_": (1, 0)}
+
+
+def copy_run(shape, source, target) -> int | None:
+    """Elements a copy moves in each run that is contiguous in both its `source` and its `target` strides over
+    `shape` (innermost first, by the target's order), where the two layouts differ: 1 for a transposing copy, the
+    head size for an attention's heads permuted; None for the same layout, a broadcast source (stride 0) or a
+    single element."""
+    if len(source) != len(shape) or len(target) != len(shape) or tuple(source) == tuple(target):
+        return None
+    dims = [d for d in range(len(shape)) if shape[d] > 1]
+    if not dims or any(source[d] == 0 for d in dims):
+        return None
+    run = 1
+    for d in sorted(dims, key=lambda d: target[d]):
+        if source[d] != run or target[d] != run:
+            break
+        run *= shape[d]
+    return run if run < math.prod(shape[d] for d in dims) else None
+
+
+def contiguous_strides(shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def pattern(path: str) -> str:
@@ -366,15 +399,23 @@ class Counter(TorchDispatchMode):
                 if isinstance(x, torch.Tensor) and x.dim() in (4, 5) and not x.is_contiguous():
                     fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
                     layout = "channels_last" if x.is_contiguous(memory_format=fmt) else layout
-        elif info.name in CONTIGUOUS_OPS and len(args) > CONTIGUOUS_OPS[info.name]:
+        run = None
+        if info.name in CONTIGUOUS_OPS and len(args) > CONTIGUOUS_OPS[info.name]:
             x = args[CONTIGUOUS_OPS[info.name]]
             layout = "strided" if isinstance(x, torch.Tensor) and not x.is_contiguous() else ""
+            if layout:
+                run = copy_run(x.shape, x.stride(), contiguous_strides(x.shape))
+        elif info.name in COPIES:
+            src, dst = COPIES[info.name]
+            pair = (args[src] if len(args) > src else None, out if dst is None else args[dst])
+            if all(isinstance(t, torch.Tensor) for t in pair) and pair[0].shape == pair[1].shape:
+                run = copy_run(pair[1].shape, pair[0].stride(), pair[1].stride())
         # a transposed convolution runs other kernels than a plain one of its FLOPs (oneDNN: a backward-data pass)
         transposed = info.name in LAYOUT_OPS and bool(call.arg("transposed", False))
         draw = DRAWS.get(info.name)
         probability = draw(call) if draw else None
         key = (info.name, tuple(shapes), dtype, self.phase, self._module(), category, entry is None, layout, transposed,
-               probability)  # fmt: skip
+               probability, run)  # fmt: skip
         self._call(key, flops, read, written)
         return out
 
@@ -399,7 +440,7 @@ class Counter(TorchDispatchMode):
         for a in ins:
             if a.dtype != common and a.numel() > 1:
                 key = ("aten._to_copy", (tuple(a.shape),), dtype_name(common), self.phase, self._module(), "memory",
-                       False, CPU_CAST, False, None)  # fmt: skip
+                       False, CPU_CAST, False, None, None)  # fmt: skip
                 self._call(key, 0.0, a.numel() * size, a.numel() * size)
 
     def _module(self) -> str:

@@ -52,11 +52,12 @@ def _shapes(shapes: tuple) -> str:
 
 
 def _record(key: tuple, count: int, lin: dict[str, Linear]) -> OpRecord:
-    name, shapes, dtype, phase, module, category, uncounted, layout, transposed, probability = key
+    name, shapes, dtype, phase, module, category, uncounted, layout, transposed, probability, run = key
     return OpRecord(
         layout=layout or None,
         transposed=transposed or None,
         probability=probability,
+        copy_run=run,
         op=name,
         phase=phase,
         category=category,

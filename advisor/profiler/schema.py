@@ -110,6 +110,16 @@ class OpRecord(Strict):
         "probability): a CPU kernel that branches on each draw pays more the nearer it is to one half; None for "
         "other ops and for draws with per-element probabilities",
     )
+    copy_run: int | None = Field(
+        None,
+        ge=1,
+        le=10**12,
+        description="a copy between two layouts (aten.clone, aten.copy_ or aten._to_copy of a transposed or permuted "
+        "tensor, or the copy a 'strided' record's kernel makes first): the elements it moves in each run contiguous "
+        "on both sides (1 for a transpose of the innermost dimension, the head size for attention heads permuted); "
+        "such a copy runs slower than a plain one of its bytes the shorter its runs. None for a copy within one "
+        "layout and for other ops",
+    )
 
 
 class RnnCall(Strict):

@@ -24,9 +24,12 @@ COPY_ELEMENTS = tuple(2**k for k in range(8, 26))  # 1 KiB .. 128 MiB of fp32
 # own cache holds what it wrote) past the private caches of a few cores
 HANDOFF_ELEMENTS = tuple(2**k for k in range(15, 24))  # 128 KiB .. 32 MiB of fp32
 VECTOR_ELEMENTS = 1 << 22
-# copies between layouts (Efficiency.permuted_copy): runs of contiguous elements both sides share, on a tensor of
-# PERMUTED_ELEMENTS floats (4 MB)
-PERMUTED_RUNS, PERMUTED_ELEMENTS = (1, 4, 16, 64, 256, 4096), 1 << 20
+# copies between layouts (Efficiency.permuted_copy): runs of contiguous elements both sides share, on tensors of
+# about PERMUTED_ELEMENTS floats (1 MB) whose sides lie PERMUTED_OFFSETS off a power of two: on the development VM's
+# EPYC a transpose with a power-of-two stride (1,024 x 1,024, and 512 x 512 x 4) took 22-40x a plain copy, as its
+# columns map onto few cache sets, where sides 7 below and 3 or 11 above took 6-9x, as real layers' shapes do (an
+# MLP-Mixer's [8, 64, 96] made [8, 96, 64]: 5.7x)
+PERMUTED_RUNS, PERMUTED_ELEMENTS, PERMUTED_OFFSETS = (1, 4, 16, 64, 256, 4096), 1 << 18, (-7, 3, 11)
 COLD_SETS = 512  # at most this many operand pairs per matmul size
 # A CPU's size-dependent figures (GEMMs, convolutions, the add by size, fresh pages, the vector ops) are measured in
 # this many sweeps, one after another, and each point's median kept: a shared machine drifts over tens of seconds
@@ -220,10 +223,11 @@ def memory_points(device: str, clock: Clock, quick: bool) -> list[Point]:
 
 
 def permuted_copy_points(device: str, clock: Clock, quick: bool) -> list[tuple[int, float]]:
-    """[(run, ratio)]: a copy of PERMUTED_ELEMENTS floats (a sixteenth with `quick`) from a view that swaps the
-    two outer dimensions of a [side, side, run] tensor, so that source and destination share runs of `run`
-    contiguous elements, over a plain copy of the same tensor, for each of PERMUTED_RUNS (every other with `quick`).
-    What a transposed or permuted tensor made contiguous costs (kernels.copy_factor)."""
+    """[(run, ratio)]: a copy from a view that swaps the two outer dimensions of a [side, side, run] tensor of
+    about PERMUTED_ELEMENTS floats (a sixteenth with `quick`), so that source and destination share runs of `run`
+    contiguous elements, over a plain copy of the same tensor: the median over sides PERMUTED_OFFSETS off the
+    power of two, for each of PERMUTED_RUNS (every other with `quick`). What a transposed or permuted tensor made
+    contiguous costs (kernels.copy_factor)."""
     import math
 
     import torch
@@ -231,12 +235,15 @@ def permuted_copy_points(device: str, clock: Clock, quick: bool) -> list[tuple[i
     total = PERMUTED_ELEMENTS >> 4 if quick else PERMUTED_ELEMENTS
     out = []
     for run in PERMUTED_RUNS[::2] if quick else PERMUTED_RUNS:
-        side = max(2, math.isqrt(total // run))
-        src = torch.randn(side, side, run, device=device)
-        view, dst = src.transpose(0, 1), torch.empty(side, side, run, device=device)
-        plain = clock(lambda src=src, dst=dst: dst.copy_(src), f"copy {side}x{side}x{run}")
-        permuted = clock(lambda view=view, dst=dst: dst.copy_(view), f"permuted copy, runs of {run}")
-        out.append((run, permuted / max(plain, 1e-12)))
+        ratios = []
+        for offset in PERMUTED_OFFSETS:
+            side = max(2, math.isqrt(total // run) + offset)
+            src = torch.randn(side, side, run, device=device)
+            view, dst = src.transpose(0, 1), torch.empty(side, side, run, device=device)
+            plain = clock(lambda src=src, dst=dst: dst.copy_(src), f"copy {side}x{side}x{run}")
+            permuted = clock(lambda view=view, dst=dst: dst.copy_(view), f"permuted copy {side}x{side}x{run}")
+            ratios.append(permuted / max(plain, 1e-12))
+        out.append((run, statistics.median(ratios)))
     return out
 
 

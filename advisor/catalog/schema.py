@@ -535,7 +535,7 @@ class Efficiency(Strict):
         [],
         description="how much longer a copy between two layouts (a transposed or permuted tensor made contiguous) "
         "takes than a plain copy of its bytes, by the elements it moves in each run contiguous on both sides "
-        "(OpRecord.copy_run), measured by advisor calibrate on a 4 MB tensor; straight on a log scale of runs "
+        "(OpRecord.copy_run), measured by advisor calibrate on 1 MB tensors; straight on a log scale of runs "
         "between points, the end points beyond. Empty: priced as a plain copy",
     )
     first_touch_bandwidth: Bandwidth | None = Field(

@@ -40,10 +40,10 @@ a profile record (op, shapes, layout) into adjustments of its roofline time, per
 - Copies between layouts: a transposed or permuted tensor made contiguous (aten.clone, copy_ or _to_copy between
   two layouts, and the copies 'strided' records make first) reads or writes in runs as long as the innermost
   dimension the two layouts share (`OpRecord.copy_run`), and short runs leave most of each cache line unused
-  until the next pass. On the development VM's EPYC at one thread a 4 MB copy took 7-14x a plain copy's time in
-  runs of 1-8 floats, 2.5x in runs of 16, 1.5-1.7x in runs of 32-64 (a mixer's token-mixing transposes, an
-  attention's heads permuted). Calibration measures the ratio by run length (`permuted_copy`); `copy_factor`
-  reads it.
+  until the next pass. On the development VM's EPYC at one thread a 1 MB copy took 6-8x a plain copy's time in
+  runs of 1 and 4 floats, 1.2-1.8x in runs of 16, 1.1x in runs of 64 (a mixer's token-mixing transposes, an
+  attention's heads permuted); sides at a power of two, 22-40x (calibration steers clear of them). Calibration
+  measures the ratio by run length (`permuted_copy`); `copy_factor` reads it.
 The shapes come from the profile record's `shapes` (taken at the profile's batch size); the batch dimension
 grows with the FLOPs when the estimate is for another micro-batch.
 """

@@ -56,7 +56,7 @@ import re
 import numpy as np
 
 from advisor.catalog.schema import Device, Efficiency
-from advisor.estimator.roofline import SCATTERS
+from advisor.estimator.roofline import SCATTERS, log_linear
 from advisor.profiler.schema import OpRecord, Profile
 from advisor.vocab import DEPTHWISE, DTYPE_BYTES, TRANSPOSED
 
@@ -154,16 +154,9 @@ def copy_factor(op: OpRecord, eff: Efficiency) -> float:
     between the measured ones, the first's below them and the last's beyond; 1 for other records and families
     that did not measure it."""
     points = eff.permuted_copy
-    run = op.copy_run
-    if run is None or not points:
+    if op.copy_run is None or not points:
         return 1.0
-    if run <= points[0].run:
-        return points[0].ratio
-    for lo, hi in zip(points, points[1:], strict=False):
-        if run <= hi.run:
-            share = math.log(run / lo.run) / math.log(hi.run / lo.run)
-            return lo.ratio + share * (hi.ratio - lo.ratio)
-    return points[-1].ratio
+    return log_linear([(p.run, p.ratio) for p in points], op.copy_run)
 
 
 def curve_factor(op: OpRecord, eff: Efficiency) -> float:

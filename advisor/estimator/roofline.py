@@ -461,21 +461,24 @@ def step_bytes(profile: Profile, batch: float) -> float:
     return profile.bytes(batch)
 
 
+def log_linear(points: list[tuple[float, float]], x: float) -> float:
+    """y at `x` over (x, y) `points` listed by increasing x: straight on a log scale of x between points, the
+    first point's y below them and the last one's beyond."""
+    import math
+
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+        if x <= x1:
+            return y0 + math.log(x / x0) / math.log(x1 / x0) * (y1 - y0)
+    return points[-1][1]
+
+
 def optimizer_step_s(eff: Efficiency, moved: float) -> float:
     """`Efficiency.optimizer_step` at a step that moves `moved` bytes: log-linear between the measured points,
     the first point's below them and the last one's beyond; 0 where the family measured none."""
-    import math
-
     points = eff.optimizer_step
-    if not points:
-        return 0.0
-    if moved <= points[0].step_bytes:
-        return points[0].seconds
-    for lo, hi in zip(points, points[1:], strict=False):
-        if moved <= hi.step_bytes:
-            share = math.log(moved / lo.step_bytes) / math.log(hi.step_bytes / lo.step_bytes)
-            return lo.seconds + share * (hi.seconds - lo.seconds)
-    return points[-1].seconds
+    return log_linear([(p.step_bytes, p.seconds) for p in points], moved) if points else 0.0
 
 
 def step_overhead(profile: Profile, eff: Efficiency, stepped: set[str] | None = None) -> dict[str, float]:

@@ -529,9 +529,8 @@ def run(
     merged_keys += ("conv_geometry", "reorder", "conv_in_turn")
     merged_keys += DEPTHWISE_KEYS + TRANSPOSED_KEYS
     merged_keys += ("floors", "launch_s", "copy", "permuted_copy", "ops", "windows", "draws", "optimizer_cold")
-    for key in merged_keys:
+    for key in (*merged_keys, "optimizer_timed", "loop_timed"):
         setattr(m, key, merged[key])
-    m.optimizer_timed, m.loop_timed = merged["optimizer_timed"], merged["loop_timed"]
     m.skinny = kernels.layouts_mean(m.skinny_layouts)
     m.handoff_matched, m.handoff_cross = merged["handoff"]
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS

@@ -69,3 +69,18 @@ def test_user_errors():
     assert_user_error(run_cli("catalog", "list", "--provider", "awz"), "unknown --provider 'awz'", "aws")
     bad = run_cli("catalog", "list", "--format", "xml")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_oversubscribed_threads_get_a_note(monkeypatch, capsys):
+    # a process allowed on cores {0, 1}: 2 usable cores; 64 threads are more, 2 and 1 are not, None (the default)
+    # is never a note
+    from advisor.cli import common
+
+    monkeypatch.setattr(common.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert common.usable_cores() == 2
+    common.note_oversubscribed(64, "each timed step")
+    err = capsys.readouterr().err
+    assert err.startswith("note: 64 threads on 2 CPU cores:") and "give --threads 2 or fewer" in err
+    for threads in (2, 1, None):
+        common.note_oversubscribed(threads, "each timed step")
+        assert capsys.readouterr().err == ""

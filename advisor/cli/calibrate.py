@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import FormatOpt, check_files, note, require_torch
+from advisor.cli.common import FormatOpt, check_files, note, note_oversubscribed, require_torch
 from advisor.errors import UserError
 from advisor.render.output import Format, emit
 
@@ -187,6 +187,8 @@ def register(app: typer.Typer) -> None:
         if spread > 0 and count < 2:
             raise UserError("--spread waits between sweeps, and this run has one", "add --sweeps 2 or more")
         check_files({"--output": output})
+        if device == "cpu":
+            note_oversubscribed(threads, "every measurement")
         import torch
 
         from advisor.calibration import overlay, session

@@ -278,3 +278,22 @@ def _run(app: typer.Typer) -> None:
 def note(message: str) -> None:
     """A remark for people, on stderr so that --format json stays clean."""
     sys.stderr.write(f"note: {message}\n")
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the OS tells it, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def note_oversubscribed(threads: int | None, what: str) -> None:
+    """A note where `threads` torch threads are more than the usable cores: they take turns on the cores, so the
+    work `what` times runs slower than at one thread a core, and no calibration is measured that way."""
+    cores = usable_cores()
+    if threads and threads > cores:
+        note(
+            f"{threads} threads on {cores} CPU cores: the threads take turns on the cores, so {what} runs slower "
+            f"than at one thread a core; give --threads {cores} or fewer"
+        )

@@ -22,6 +22,7 @@ from advisor.cli.common import (
     TrustRemoteCodeOpt,
     check_timeout,
     note,
+    note_oversubscribed,
     require_torch,
 )
 from advisor.errors import UserError
@@ -120,6 +121,7 @@ def register(app: typer.Typer) -> None:
             threads = threads or calibrated
             if calibrated and threads != calibrated:
                 note(f"calibrated with {calibrated} threads, timing with {threads}: expect a larger error")
+            note_oversubscribed(threads, "each timed step")
         if runs > 1:
             args = [model, "--device", device, "-b", str(batch_size), "--precision", precision]
             args += ["--repeats", str(repeats), "--timeout", str(timeout)]

@@ -290,7 +290,7 @@ def usable_cores() -> int:
 
 def note_oversubscribed(threads: int | None, what: str) -> None:
     """A note where `threads` torch threads are more than the usable cores: they take turns on the cores, so the
-    work `what` times runs slower than at one thread a core, and no calibration is measured that way."""
+    work `what` times runs slower than at one thread a core, which estimates take every thread to have."""
     cores = usable_cores()
     if threads and threads > cores:
         note(

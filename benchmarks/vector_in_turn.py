@@ -26,16 +26,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 OUT = ROOT / "benchmarks" / "results" / "vector-in-turn.csv"
 SIZES_MB = (0.125, 0.5, 2.0, 8.0, 32.0)
 WORKING_SET_MB, MIN_TENSORS, MAX_TENSORS = 128, 8, 256
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 def main() -> None:
@@ -46,6 +40,8 @@ def main() -> None:
 
     import torch
     import torch.nn.functional as F
+
+    from advisor.profiler.device import cpu_name
 
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.threads == 1 else time.perf_counter

@@ -124,6 +124,8 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
             "copy": [bench.Point(5e7, next(times))],
             "first_touch": (2e-10, True),
             "handoff": ([], []),
+            "vector_turn": ([], []),
+            "bias": ([], []),
             "conv_geometry": {},
             "reorder": [],
             "conv_in_turn": {},

@@ -24,6 +24,10 @@ COPY_ELEMENTS = tuple(2**k for k in range(8, 26))  # 1 KiB .. 128 MiB of fp32
 # own cache holds what it wrote) past the private caches of a few cores
 HANDOFF_ELEMENTS = tuple(2**k for k in range(15, 24))  # 128 KiB .. 32 MiB of fp32
 VECTOR_ELEMENTS = 1 << 22
+# memory-bound ops in turn (in_turn_points): each op's output elements, 4 KiB .. 16 MiB of fp32; a chain of at most
+# IN_TURN_OPS ops (a small model's forward pass), shorter where its outputs pass IN_TURN_BYTES (at least 8 ops)
+IN_TURN_ELEMENTS = tuple(2**k for k in range(10, 23, 2))
+IN_TURN_OPS, IN_TURN_BYTES = 64, 96 << 20
 # copies between layouts (Efficiency.permuted_copy): runs of contiguous elements both sides share, on tensors of
 # about PERMUTED_ELEMENTS floats (1 MB) whose sides lie PERMUTED_OFFSETS off a power of two: on the development VM's
 # EPYC a transpose with a power-of-two stride (1,024 x 1,024, and 512 x 512 x 4) took 22-40x a plain copy, as its
@@ -109,6 +113,12 @@ class Measurements:
     # CPUs, >1 thread: an add by bytes moved whose input was just written at the same thread count, and by one thread
     handoff_matched: list[Point] = field(default_factory=list)
     handoff_cross: list[Point] = field(default_factory=list)
+    # CPUs: memory-bound ops by bytes per call, each alone and in a chain as a model runs them (in_turn_points)
+    vector_alone: list[Point] = field(default_factory=list)
+    vector_turn: list[Point] = field(default_factory=list)
+    # CPUs: linear layers by their output's bytes, as mm and as addmm with a bias (kernels.bias_points)
+    bias_mm: list[Point] = field(default_factory=list)
+    bias_addmm: list[Point] = field(default_factory=list)
     op_efficiency: dict[str, float] = field(default_factory=dict)  # older calibrations: aten op -> efficiency
     spreads: list[tuple[str, float]] = field(default_factory=list)  # (what, slowest / fastest round)
     checks: dict[str, float] = field(default_factory=dict)  # reference figures for quality.py
@@ -279,6 +289,38 @@ def handoff_points(quick: bool, reps: int = 60) -> tuple[list[Point], list[Point
     return matched, cross
 
 
+def in_turn_points(device: str, clock: Clock, quick: bool) -> tuple[list[Point], list[Point]]:
+    """CPUs: memory-bound ops (a multiply by a scalar, an add, GELU, softmax over rows of 256) by bytes per call
+    (read + written: 8 an element), seconds per op (alone, in turn). Alone, each op is called again and again on two
+    alternating inputs, as ops.measure times the op curves: its output lands where the last call's freed one was,
+    in the cache. In turn, a chain of the four over and over (up to IN_TURN_OPS, fewer where their outputs pass
+    IN_TURN_BYTES) reads what the op before wrote and keeps its own output, as a forward pass keeps its activations
+    for the backward pass, so every output lands in memory no recent call touched; the chain's time over its ops.
+    On the project's Xeon VM a chain ran 1.2-1.6x the sum of its ops alone from 64 KB to 16 MB a call, at one
+    thread and at two (estimator: Efficiency.vector_in_turn)."""
+    import torch
+    import torch.nn.functional as F
+
+    kinds = (lambda z: z * 1.5, lambda z: z + z, F.gelu, lambda z: z.softmax(-1))
+    alone, turn = [], []
+    for n in IN_TURN_ELEMENTS[::3] if quick else IN_TURN_ELEMENTS:
+        shape = (max(1, n // 256), min(n, 256))
+        count = max(8, min(IN_TURN_OPS, IN_TURN_BYTES // (4 * n)))
+        sets = [torch.randn(*shape, device=device) for _ in range(2)]
+        each = [clock(alternate([lambda t=t, f=f: f(t) for t in sets]), f"vector op {k} alone, {n} elements")
+                for k, f in enumerate(kinds)]  # fmt: skip
+
+        def chain(x=sets[0], count=count):
+            outs = [x]
+            for i in range(count):
+                outs.append(kinds[i % len(kinds)](outs[-1]))
+            return outs
+
+        alone.append(Point(8.0 * n, sum(each[i % len(kinds)] for i in range(count)) / count))
+        turn.append(Point(8.0 * n, clock(chain, f"{count} vector ops in turn, {n} elements") / count))
+    return alone, turn
+
+
 def plausible_first_touch(measure: Callable[[], float], copy: list[Point], tries: int = 3) -> tuple[float, bool]:
     """(the first-touch cost per byte, whether it was plausible), measured up to `tries` times until it is
     physically possible: the kernel zeroes a fresh page before the program writes it, so fresh memory cannot be
@@ -381,6 +423,12 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
 
         tick("the optimizer after a full cache")
         cold = optimizer_cold(clock.threads, quick)
+    vector_turn, bias = ([], []), ([], [])
+    if not cuda:
+        tick("vector ops in turn")
+        vector_turn = in_turn_points(device, clock, quick)
+        tick("GEMMs with a bias")
+        bias = kernels.bias_points(device, clock, quick)
     handoff = ([], [])
     if not cuda and clock.threads > 1:
         tick("handoff between threads")
@@ -435,6 +483,8 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "optimizer_cold": cold,
         "first_touch": touch,
         "handoff": handoff,
+        "vector_turn": vector_turn,
+        "bias": bias,
         "tiny_steps": steps,
         "optimizer_timed": optimizer_timed,
         "loop_timed": loop_timed,
@@ -533,6 +583,8 @@ def run(
         setattr(m, key, merged[key])
     m.skinny = kernels.layouts_mean(m.skinny_layouts)
     m.handoff_matched, m.handoff_cross = merged["handoff"]
+    m.vector_alone, m.vector_turn = merged["vector_turn"]
+    m.bias_mm, m.bias_addmm = merged["bias"]
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     m.vector_seconds, m.vector_bytes = merged["gelu_s"], 8.0 * n
     # the profiler counts gelu as 5 FLOPs an element

@@ -176,6 +176,27 @@ def layouts_mean(by_layout: dict[str, list[tuple[float, float, float]]]) -> list
     return [(f, b, statistics.mean(r[i][2] for r in rows)) for i, (f, b, _) in enumerate(rows[0])]
 
 
+# GEMMs with a bias (bias_points): (rows, reduction, columns) of linear layers, a transformer's and an MLP's
+BIAS_SHAPES = ((1024, 128, 384), (1024, 512, 128), (4096, 256, 256), (8192, 64, 64))
+
+
+def bias_points(device: str, clock: Clock, quick: bool) -> tuple[list[Point], list[Point]]:
+    """CPUs: linear layers (BIAS_SHAPES, every other with `quick`), x·Wᵀ as `mm` and as `addmm` with a bias, by the
+    bytes of their output: (mm, addmm) Points. Before its GEMM the CPU's addmm writes the
+    bias, broadcast, into the output and the GEMM adds its product to what it reads back there (beta = 1), passes
+    over the output that a GEMM alone (what the matmul curves time) does not make. On the project's Xeon VM the
+    difference came to 4-30 % of the GEMM, 19-58 GB/s of output (estimator: Efficiency.gemm_bias_passes)."""
+    import torch
+
+    plain, biased = [], []
+    for rows, inner, cols in BIAS_SHAPES[::2] if quick else BIAS_SHAPES:
+        x, w, b = (torch.randn(*s, device=device) for s in ((rows, inner), (cols, inner), (cols,)))
+        what, size = f"linear {rows}x{inner}x{cols}", 4.0 * rows * cols
+        plain.append(Point(size, clock(lambda x=x, w=w: torch.mm(x, w.t()), what)))
+        biased.append(Point(size, clock(lambda x=x, w=w, b=b: torch.addmm(b, x, w.t()), what + " with a bias")))
+    return plain, biased
+
+
 def floors(device: str, clock: Clock) -> dict[str, float]:
     """Seconds of the smallest GEMMs and convolutions, their library setup: {aten op: seconds per call}."""
     import torch

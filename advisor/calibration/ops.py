@@ -134,6 +134,10 @@ def _cases(device: str) -> list[tuple[str, Callable[[int], Callable[[], object]]
         g = torch.randn_like(inp)
         return lambda: A.native_layer_norm_backward(g, inp, [WIDTH], mean, rstd, w, b, [True] * 3)
 
+    def causal(n):  # n elements of causal masks over rows of WIDTH: true above the diagonal
+        i = torch.arange(n, device=device)
+        return i % WIDTH > (i // WIDTH) % WIDTH
+
     def rows(n):
         return x(max(1, n // ROWS_WIDE), ROWS_WIDE)
 
@@ -244,6 +248,12 @@ def _cases(device: str) -> list[tuple[str, Callable[[int], Callable[[], object]]
         ("aten.mul", lambda n: lambda a=flat(n): A.mul.Tensor(*a)),
         ("aten.cat", lambda n: lambda a=flat(n // 2): A.cat([a[0].view(-1, 64), a[1].view(-1, 64)], 1)),
         ("aten.clone", unary(A.clone)),
+        # comparisons and masks (a causal attention's mask, a max's gradient): a bool tensor written or read, one byte
+        # an element. The masks are causal ones (runs of true and false, as attention and padding masks have): a CPU's
+        # masked_fill and where branch on each element, and on a random mask took 5-6x as long (the project's Xeon VM)
+        ("aten.eq", lambda n: lambda a=flat(n): A.eq.Tensor(*a)),
+        ("aten.masked_fill", lambda n: lambda t=x(n), m=causal(n): A.masked_fill.Scalar(t, m, -1e9)),
+        ("aten.where", lambda n: lambda m=causal(n), a=flat(n): A.where.self(m, *a)),
         ("aten.sqrt", unary(A.sqrt, low=0.5)),
         ("aten.exp", unary(A.exp)),
         ("aten.div", lambda n: lambda a=x(n), b=x(n, low=0.5): A.div.Tensor(a, b)),

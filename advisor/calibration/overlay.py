@@ -19,6 +19,7 @@ import statistics
 from pathlib import Path
 
 from advisor.calibration.bench import Measurements, Point
+from advisor.calibration.kernels import MAX_IN_TURN
 from advisor.calibration.ops import SCATTERS
 from advisor.catalog.schema import CONV_EFFICIENCY_MAX
 
@@ -83,6 +84,29 @@ def handoff_curve(matched: list[Point], cross: list[Point]) -> list[dict] | None
     without measurements."""
     pairs = [(a.size, a.seconds / b.seconds) for a, b in zip(matched, cross, strict=True) if b.seconds > 0]
     return _curve([(size, min(1.0, ratio)) for size, ratio in pairs]) if pairs else None
+
+
+def in_turn_curve(alone: list[Point], turn: list[Point]) -> list[dict] | None:
+    """The catalog's `vector_in_turn` steps from bench.in_turn_points: by bytes per call, the ops' time alone over
+    their time in turn, a share of the measured rate at most 1. A size whose chain ran MAX_IN_TURN times its ops
+    alone or more was disturbed (as a convolution set's, kernels.in_turn): its rate is kept whole. None without
+    measurements."""
+    pairs = [(a.size, b.seconds / a.seconds) for a, b in zip(alone, turn, strict=True) if a.seconds > 0]
+    return _curve([(size, 1.0 / r if 1.0 < r < MAX_IN_TURN else 1.0) for size, r in pairs]) if pairs else None
+
+
+def bias_passes(plain: list[Point], biased: list[Point], bandwidth: float, memory: list[dict]) -> float | None:
+    """The catalog's `gemm_bias_passes` from bench's linear layers (kernels.bias_points): the median over the layers
+    of the time a bias adds to the GEMM (addmm less mm) in passes over the output's bytes at the memory curve, as
+    the estimator prices them (serial bytes of passes x the output, looked up at their own size: a few rounds of a
+    fixed point). Never below 0; None without measurements."""
+    ratios = []
+    for a, b in zip(plain, biased, strict=True):
+        extra, passes = b.seconds - a.seconds, 1.0
+        for _ in range(8):
+            passes = max(0.0, extra * bandwidth * _at(memory, max(passes, 1e-3) * a.size) / a.size)
+        ratios.append(passes)
+    return statistics.median(ratios) if ratios else None
 
 
 def _curve(points: list[tuple[float, float]], cap: float = 1.0) -> list[dict]:
@@ -382,7 +406,14 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
             )
             + in_turn_note(m.conv_in_turn)
             + "; "
-            "the common vector ops by bytes per call against their own roofline; gelu throughput for other "
+            "the common vector ops by bytes per call against their own roofline"
+            + (
+                ", slowed as they run in turn in a step, each output in memory no recent op touched"
+                if m.vector_turn
+                else ""
+            )
+            + ("; a linear layer's bias as passes over its output (addmm less mm)" if m.bias_mm else "")
+            + "; gelu throughput for other "
             "vector work; and the fixed cost of an op per training phase and of a module call from timing "
             "tiny nets (advisor/calibration/nets)."
             + (f" Each size-dependent figure is the median of {m.sweeps} sweeps." if m.sweeps > 1 else "")
@@ -421,6 +452,12 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         handoff = handoff_curve(m.handoff_matched, m.handoff_cross)
         if handoff:
             efficiency["handoff"] = handoff
+        turn = in_turn_curve(m.vector_alone, m.vector_turn)
+        if turn:
+            efficiency["vector_in_turn"] = turn
+        passes = bias_passes(m.bias_mm, m.bias_addmm, bandwidth, efficiency["memory"])
+        if passes is not None:
+            efficiency["gemm_bias_passes"] = round(passes, 3)
         efficiency["fused_rnn"] = ["LSTM"]  # PyTorch runs LSTMs through oneDNN on CPUs, the others per step
     else:
         efficiency["fused_rnn"] = ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"]  # cuDNN

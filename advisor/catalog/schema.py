@@ -573,6 +573,25 @@ class Efficiency(Strict):
         "output tiles against an elementwise op's halves), so memory-bound ops are priced at this fraction of "
         "their measured rate. None: not measured (one thread, GPUs, datasheet entries)",
     )
+    gemm_bias_passes: float | None = Field(
+        None,
+        ge=0,
+        description="CPUs: the passes over its output, at the memory curve, that a GEMM with a bias (aten.addmm: a "
+        "linear layer) makes beyond the GEMM itself: the library writes the bias, broadcast, into the output and the "
+        "GEMM reads it back to add its product. Measured by advisor calibrate as linear layers' addmm less the same "
+        "mm; an estimate adds this many passes of each addmm's output as memory traffic of their own. None: not "
+        "measured (GPUs, whose libraries add the bias in the GEMM's epilogue, datasheet entries)",
+    )
+    vector_in_turn: Curve | None = Field(
+        None,
+        description="CPUs: by bytes per call, the rate of memory-bound ops (multiply, add, GELU, softmax) run in "
+        "turn as a model runs them, each reading what the last wrote and keeping its own output as a forward pass "
+        "keeps its activations, over their rate each called alone on the same inputs (as the memory curve and the op "
+        "curves were measured, with every output written where the last call's freed one was, in the cache), "
+        "measured by advisor calibrate. A step's memory-bound ops outside the optimizer (whose updates are looked up "
+        "by the whole step's traffic) are priced at this fraction of their measured rate. None: not measured "
+        "(GPUs, datasheet entries, calibrations before it)",
+    )
     parallel_op_s: list[Seconds] | None = Field(
         None,
         description="CPUs at more than one thread: an add on 40,000 floats (the threads' fork and join, little "

@@ -49,6 +49,9 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         or None,
         # the least share of its rate an op keeps when another core wrote its input (Efficiency.handoff)
         "handoff_min_fraction": min((st["efficiency"] for st in eff.get("handoff") or []), default=None),
+        # the least share of its rate a memory-bound op keeps run in turn with a step's others (vector_in_turn)
+        "in_turn_min_fraction": min((st["efficiency"] for st in eff.get("vector_in_turn") or []), default=None),
+        "gemm_bias_passes": eff.get("gemm_bias_passes"),
         "pool_window_s": {op: w["seconds_per_flop"] for op, w in eff.get("op_window", {}).items()} or None,
         # the optimizer's fixed cost per step after the smallest and the largest traffic (Efficiency.optimizer_step)
         "optimizer_step_s": [float(pt["seconds"]) for pt in eff.get("optimizer_step") or []] or None,
@@ -113,6 +116,10 @@ def _table(s: dict) -> None:
         t.add_row("small parallel op (threads' state)", shown)
     if s["handoff_min_fraction"] is not None:
         t.add_row("input from another core, worst size", f"{s['handoff_min_fraction']:.2f} of the rate")
+    if s["gemm_bias_passes"] is not None:
+        t.add_row("linear layer's bias (passes over its output)", f"{s['gemm_bias_passes']:.2f}")
+    if s["in_turn_min_fraction"] is not None:
+        t.add_row("vector ops in turn, worst size", f"{s['in_turn_min_fraction']:.2f} of the rate")
     if s["threads"]:
         t.add_row("torch threads", str(s["threads"]))
     t.add_row("calibration time", units.fmt_duration(s["calibration_s"]))

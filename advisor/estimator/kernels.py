@@ -506,6 +506,15 @@ def strided_copy_bytes(op: OpRecord, dtype: str, profile_batch: float, eff: Effi
     return 2.0 * math.prod(shapes[0]) * DTYPE_BYTES.get(dtype, 4) * op.count / profile_batch * factor
 
 
+def bias_bytes(op: OpRecord, eff: Efficiency, scale: float = 1.0) -> float:
+    """Bytes per sample, over all calls, of a CPU linear layer's bias passes (Efficiency.gemm_bias_passes): an addmm
+    record's output written that many times more, `scale` its bytes in the dtype it runs in; 0 for other records
+    and without the figure."""
+    if op.op != "aten.addmm" or not eff.gemm_bias_passes:
+        return 0.0
+    return eff.gemm_bias_passes * op.bytes_written.per_sample * scale
+
+
 def gather_blocks_per_byte(op: OpRecord, rule, dtype: str) -> float:
     """Thread blocks per byte a lookup record writes, under `rule` (Efficiency.row_gather): each output row of
     width w bytes (the table's last dimension in `dtype`) takes ceil(w / bytes_per_block) blocks; 0 for other

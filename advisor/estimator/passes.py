@@ -40,6 +40,7 @@ from advisor.estimator.roofline import (
     effective_dtype,
     efficiency_source,
     gemm_factor,
+    in_place,
     launch_for,
     loop_calls_s,
     optimizer_step_s,
@@ -94,6 +95,8 @@ class OpTable:
     curves: list
     memory_curve: tuple
     handoff_curve: tuple | None  # Efficiency.handoff (None: not measured)
+    in_turn_curve: tuple | None  # Efficiency.vector_in_turn (None: not measured)
+    turned: np.ndarray  # records it applies to (roofline.in_turn_factor: fresh outputs, not matrix or optimizer ops)
     bandwidth: float
     sharded: np.ndarray
     layout_free: np.ndarray  # optimizer records: evaluated at the whole model
@@ -127,7 +130,8 @@ class OpTable:
     flops_cap: np.ndarray  # FLOP/s a GEMM on the library's unaligned kernels reaches at most (0: no limit)
     gather: np.ndarray  # N × 2: row-gather blocks over all calls, fixed and per sample (0: none)
     block_s: float  # device seconds per row-gather block (kernels.block_seconds)
-    copies: np.ndarray  # bytes per sample of copying a non-contiguous input first (0: none)
+    copies: np.ndarray  # bytes per sample of copying a non-contiguous input first, or of a CPU linear layer's bias
+    # passes (kernels.bias_bytes); 0: none
     reorder: np.ndarray  # N × 2 × 3: a CPU convolution's layout reorders (kernels.reorder_passes): per pass kind, bytes
     # of one pass at the profile's batch, passes per call, padded channels (1) or not; zeros: none
     reorder_curves: tuple | None  # the family's reorder curves (aligned, padded), None: not measured
@@ -260,7 +264,7 @@ class _EffPart:
     unaligned: np.ndarray
     blocks: np.ndarray
     gather: np.ndarray  # N × 2: row-gather blocks over all calls, fixed and per sample (kernels.gather_blocks_per_byte)
-    copies: np.ndarray  # bytes per sample of copying a non-contiguous input first (kernels.strided_copy_bytes)
+    copies: np.ndarray  # bytes per sample of separate passes (kernels.strided_copy_bytes, kernels.bias_bytes)
     reorder: np.ndarray  # N × 2 × 3: kernels.reorder_passes per record (see OpTable.reorder)
     host_calls: np.ndarray
     fused: set
@@ -335,7 +339,7 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
             continue  # an fp8 cast row: plain memory traffic
         scale_b = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0  # the record's bytes in `dtype`
         curve_scale[j] = kernels.curve_factor(op, eff)
-        copies[j] = kernels.strided_copy_bytes(op, dtype, batch, eff)
+        copies[j] = kernels.strided_copy_bytes(op, dtype, batch, eff) + kernels.bias_bytes(op, eff, scale_b)
         if loop_s is not None and phase == "forward" and stepped and within(op.module, stepped):
             overhead[j] = loop_s  # issued from a recurrent layer's C++ loop (Efficiency.loop_op_s)
         if norms is not None:
@@ -441,6 +445,10 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         curves=part.curves,
         memory_curve=_curve(eff.memory),
         handoff_curve=_curve(eff.handoff) if eff.handoff else None,
+        in_turn_curve=_curve(eff.vector_in_turn) if eff.vector_in_turn else None,
+        turned=np.array(
+            [r[1] != "matrix" and r[4] != "optimizer" and not in_place(r[3]) for r in rec.rows], dtype=bool
+        ),
         bandwidth=device.memory_bandwidth,
         sharded=rec.sharded,
         layout_free=rec.free,
@@ -564,7 +572,11 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     b_look = np.where(table.reuse > 0, np.maximum(b_call, moved), b_call)
     # on a many-thread CPU a step's memory-bound calls read what another op's threads wrote (roofline.handoff_factor)
     handoff = _at(table.handoff_curve, b_look) if table.handoff_curve is not None else np.ones_like(b_look)
-    t_mem = np.where(b_call > 0, b_call / (table.bandwidth * _at(table.memory_curve, b_look) * handoff), 0.0)
+    # and their fresh outputs written run in turn with the step's other ops (roofline.in_turn_factor)
+    turn = np.ones_like(b_look)
+    if table.in_turn_curve is not None:
+        turn = np.where(table.turned, _at(table.in_turn_curve, b_look), 1.0)
+    t_mem = np.where(b_call > 0, b_call / (table.bandwidth * _at(table.memory_curve, b_look) * handoff * turn), 0.0)
     t_mem = t_mem * table.curve_scale  # a copy between layouts (own curves rescale theirs below)
     eta = np.broadcast_to(table.eta, f_call.shape).copy()
     intensity = f_call / np.where(b_call > 0, b_call, 1.0)
@@ -593,7 +605,9 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
         if own.any():  # a measured op: its own roofline over the efficiency measured at this size
             eta_own = _at(curve, b_look[:, own]) * handoff[:, own] / table.curve_scale[own]
             eta[:, own] = eta_own
-            t_mem[:, own] = np.where(b_call[:, own] > 0, b_call[:, own] / (table.bandwidth * eta_own), 0.0)
+            t_mem[:, own] = np.where(
+                b_call[:, own] > 0, b_call[:, own] / (table.bandwidth * eta_own * turn[:, own]), 0.0
+            )
     computes = (f_call > 0) & (table.peak > 0)
     t_cmp = np.where(computes, f_call / np.where(computes, table.peak * eta, 1.0), 0.0)
     capped = computes & (table.flops_cap > 0)

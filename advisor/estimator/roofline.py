@@ -245,6 +245,22 @@ def handoff_factor(eff: Efficiency, nbytes: float) -> float:
     return Efficiency.at(eff.handoff, nbytes) if eff.handoff else 1.0
 
 
+def in_turn_factor(eff: Efficiency, nbytes: float, category: str, phase: str | None, op: str | None = None) -> float:
+    """The share of its measured memory rate a call of `nbytes` keeps run in turn with a step's other ops, its fresh
+    output written to memory no recent call touched (Efficiency.vector_in_turn; 1 without). Only for ops that
+    write a fresh output: an in-place op (`op` ending in '_': a ReLU in place, a dropout's draw) writes where it
+    read, in the cache; matrix ops have their own (a CPU convolution's curves were scaled in turn); the optimizer's
+    updates are looked up by the whole step's traffic (reuse_cap) instead."""
+    if not eff.vector_in_turn or category == "matrix" or phase == "optimizer" or in_place(op):
+        return 1.0
+    return Efficiency.at(eff.vector_in_turn, nbytes)
+
+
+def in_place(op: str | None) -> bool:
+    """Whether aten op `op` writes into its input (its name ends in '_', as aten.relu_ and aten.bernoulli_ do)."""
+    return bool(op) and op.endswith("_")
+
+
 def op_time(
     device: Device,
     eff: Efficiency,
@@ -314,7 +330,7 @@ def op_time(
             if flops_cap > 0:
                 t_cmp = max(t_cmp, f_call / flops_cap)
     handoff = handoff_factor(eff, b_look)
-    t_mem /= handoff
+    t_mem /= handoff * in_turn_factor(eff, b_look, category, phase, op)
     if curve:  # a measured vector op: its compute rate was measured on input from its own threads' caches too
         t_cmp /= handoff
     t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls))
@@ -395,6 +411,9 @@ def profile_op_time(
     copied = kernels.strided_copy_bytes(op, dtype, profile_batch or batch, eff) * batch
     if copied:  # its non-contiguous gradient made contiguous first: one more kernel's traffic
         extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + copied
+    bias = kernels.bias_bytes(op, eff, scale) * batch
+    if bias:  # a CPU linear layer's bias written into its output and read back by the GEMM
+        extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + bias
     if sort_bytes:  # an embedding gradient's index sort: separate kernels around the op
         extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + sort_bytes
         extra["fixed_s"] = overhead_for(eff, op.phase) * calls + launches * launch_for(eff)

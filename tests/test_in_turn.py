@@ -1,0 +1,134 @@
+"""Two CPU costs a model's step pays and the calibration's ops alone do not (issue 10): memory-bound ops run in turn,
+each output landing in memory no recent op touched (Efficiency.vector_in_turn), and a linear layer's bias written
+into its output and read back by the GEMM (Efficiency.gemm_bias_passes). What advisor calibrate measures, how the
+overlay reads it and how the estimator prices it. Every expected value is derived by hand in the comment beside it."""
+
+from __future__ import annotations
+
+import pytest
+from test_op_costs import CPU, FLAT, record, table_and_scalar, with_
+
+from advisor.calibration.bench import IN_TURN_ELEMENTS, Clock, Point, in_turn_points
+from advisor.calibration.kernels import BIAS_SHAPES, bias_points
+from advisor.calibration.overlay import bias_passes, in_turn_curve
+from advisor.estimator import kernels
+from advisor.estimator.roofline import in_turn_factor, op_time, profile_op_time
+from advisor.profiler.schema import Linear
+
+# every rate kept up to 1e5 bytes, half of it from 1e6 on (Efficiency.at: a power law between, flat beyond)
+HALF = [{"min_size": 0, "efficiency": 1.0}, {"min_size": 1e6, "efficiency": 0.5}]
+
+
+def test_the_curve_is_the_ops_time_alone_over_in_turn():
+    # 1e5 bytes: 10 µs alone, 15 µs in turn -> 0.6667; 4e6 bytes: 40 against 100 µs, 2.5x, past MAX_IN_TURN (2):
+    # a disturbed measurement, the rate kept whole (1); 1.6e7 bytes: 80 against 60 µs, faster in turn: capped at 1.
+    # Steps start half-way: sqrt(1e5 * 4e6) = 6.325e5, sqrt(4e6 * 1.6e7) = 8e6
+    alone = [Point(1e5, 10e-6), Point(4e6, 40e-6), Point(1.6e7, 80e-6)]
+    turn = [Point(1e5, 15e-6), Point(4e6, 100e-6), Point(1.6e7, 60e-6)]
+    assert in_turn_curve(alone, turn) == [
+        {"min_size": 0.0, "efficiency": 0.6667},
+        {"min_size": 6.325e5, "efficiency": 1.0},
+        {"min_size": 8e6, "efficiency": 1.0},
+    ]
+    assert in_turn_curve([], []) is None
+
+
+def test_a_memory_bound_call_runs_at_its_in_turn_share_but_matrix_ops_and_the_optimizer_do_not():
+    eff = with_(vector_in_turn=HALF)
+    # the fixture: 1e10 B/s at memory efficiency 0.5, 10 µs overhead per op.
+    # 2e6 bytes: 2e6 / 5e9 = 400 µs, at half the rate 800 µs, + 10 µs
+    assert op_time(CPU, eff, 0.0, 2e6, 1, "memory", "fp32", phase="forward").seconds == pytest.approx(810e-6)
+    assert op_time(CPU, eff, 0.0, 2e6, 1, "vector", "fp32", phase="backward").seconds == pytest.approx(810e-6)
+    # the optimizer's updates are looked up by the step's traffic instead: the whole rate, 400 + 10 µs
+    assert op_time(CPU, eff, 0.0, 2e6, 1, "memory", "fp32", phase="optimizer").seconds == pytest.approx(410e-6)
+    # a GEMM bound by its bytes (1e3 FLOPs): 400 µs + 10, untouched
+    assert op_time(CPU, eff, 1e3, 2e6, 1, "matrix", "fp32", phase="forward", op="aten.mm").seconds == pytest.approx(
+        410e-6
+    )
+    # an op in place writes where it read (a ReLU in place, a dropout's draw): the whole rate, 400 + 10 µs
+    assert op_time(CPU, eff, 0.0, 2e6, 1, "vector", "fp32", phase="forward", op="aten.relu_").seconds == pytest.approx(
+        410e-6
+    )
+    # a measured vector op: only its memory side slows. Own curve 0.5: compute 2e8 / (1e11 * 0.5) = 4 ms over memory
+    # 2e6 / (1e10 * 0.5) = 400 µs, at half the rate 800 µs: still 4 ms + 10 µs; with 2e7 FLOPs (400 µs of compute)
+    # the memory side binds, 800 µs + 10
+    own = with_(vector_in_turn=HALF, op_curves={"aten.gelu": [{"min_size": 0, "efficiency": 0.5}]})
+    assert op_time(CPU, own, 2e8, 2e6, 1, "vector", "fp32", phase="forward", op="aten.gelu").seconds == pytest.approx(
+        4.01e-3
+    )
+    assert op_time(CPU, own, 2e7, 2e6, 1, "vector", "fp32", phase="forward", op="aten.gelu").seconds == pytest.approx(
+        810e-6
+    )
+    # half-way on log axes, 10**5.5 bytes: 0.5 ** 0.5 of the rate
+    assert in_turn_factor(eff, 10**5.5, "vector", "forward") == pytest.approx(0.5**0.5)
+    assert in_turn_factor(with_(), 10**5.5, "vector", "forward") == 1.0
+    # with the handoff too (two threads): both shares, 0.5 * 0.5: 400 µs / 0.25 = 1.6 ms + 10 µs
+    both = with_(vector_in_turn=HALF, handoff=HALF)
+    assert op_time(CPU, both, 0.0, 2e6, 1, "memory", "fp32", phase="forward").seconds == pytest.approx(1.61e-3)
+
+
+def test_the_op_table_prices_both_as_the_scalar_path_does():
+    from advisor import api
+
+    for name, fields in (("mobilenet_v2", {"vector_in_turn": HALF}), ("bert_base", {"gemm_bias_passes": 2.0})):
+        prof = api.profile_from(name)
+        got, want, _ = table_and_scalar(prof, with_(**fields))
+        assert got == pytest.approx(want, rel=1e-12)
+        plain, _, _ = table_and_scalar(prof, with_())
+        assert got.sum() > plain.sum()  # MobileNetV2's batch norms and ReLUs; BERT's linear layers are addmm
+
+
+def test_the_bias_passes_are_the_addmm_less_the_mm_over_a_pass_of_the_output():
+    # memory curve flat at 0.5 of 1e10 B/s: a pass over 1e6 bytes takes 1e6 / 5e9 = 200 µs. Layers of 1e6 bytes out:
+    # addmm 400, 200 and 600 µs over their mm -> 2, 1 and 3 passes: the median, 2. A layer whose addmm came out
+    # faster than its mm counts 0 passes: median of (2, 0, 3) is 2 as well
+    plain = [Point(1e6, 1e-3), Point(1e6, 2e-3), Point(1e6, 3e-3)]
+    biased = [Point(1e6, 1.4e-3), Point(1e6, 2.2e-3), Point(1e6, 3.6e-3)]
+    assert bias_passes(plain, biased, 1e10, FLAT) == pytest.approx(2.0)
+    biased[1] = Point(1e6, 1.9e-3)
+    assert bias_passes(plain, biased, 1e10, FLAT) == pytest.approx(2.0)
+    assert bias_passes([], [], 1e10, FLAT) is None
+
+
+def test_a_linear_layers_bias_adds_its_passes_over_the_output():
+    eff = with_(gemm_bias_passes=2.0)
+    # an addmm writing 1e4 bytes a sample at batch 10 (1e5 bytes), 2 passes: 2e5 bytes a call of their own at
+    # 0.5 * 1e10 B/s = 40 µs on top of the GEMM. The GEMM: 1e6 FLOPs a sample, 1e7 at 1e11 * 0.5 = 200 µs (its
+    # 1e5 bytes: 20 µs, not binding), + 10 µs overhead
+    op = record("aten.addmm", flops=1e6)
+    op = op.model_copy(update={"bytes_written": Linear(per_sample=1e4)})
+    assert kernels.bias_bytes(op, eff) == 2e4 and kernels.bias_bytes(op, with_()) == 0.0
+    assert profile_op_time(op, CPU, eff, "fp32", "fp32", 10).seconds == pytest.approx(250e-6)
+    assert profile_op_time(op, CPU, with_(), "fp32", "fp32", 10).seconds == pytest.approx(210e-6)
+    # an mm (no bias) pays none
+    mm = op.model_copy(update={"op": "aten.mm"})
+    assert profile_op_time(mm, CPU, eff, "fp32", "fp32", 10).seconds == pytest.approx(210e-6)
+
+
+def test_calibrate_times_the_chain_and_the_layers():
+    clock = Clock("cpu", 1e-4, 2)
+    alone, turn = in_turn_points("cpu", clock, quick=True)
+    # quick: every third size of 2**10 .. 2**22 elements (4**5 .. 4**11), 8 bytes an element (read and written)
+    assert [p.size for p in alone] == [p.size for p in turn] == [8.0 * n for n in IN_TURN_ELEMENTS[::3]]
+    assert [p.size for p in alone] == [8192.0, 524288.0, 33554432.0]
+    assert all(p.seconds > 0 for p in alone + turn)
+    plain, biased = bias_points("cpu", clock, quick=True)
+    # quick: every other layer, 4 bytes an output element: 1024 x 384 and 4096 x 256
+    assert [p.size for p in plain] == [p.size for p in biased] == [4.0 * r * c for r, _, c in BIAS_SHAPES[::2]]
+    assert [p.size for p in plain] == [1572864.0, 4194304.0]
+    assert all(p.seconds > 0 for p in plain + biased)
+
+
+def test_calibrates_summary_shows_both(tmp_path):
+    from test_calibrate import fake_measurements
+
+    from advisor.calibration.overlay import build
+    from advisor.cli.calibrate import summary
+
+    m = fake_measurements()
+    # 1e5 bytes 10 against 15 µs in turn -> 0.6667 of the rate, the worst (and only) size
+    m.vector_alone, m.vector_turn = [Point(1e5, 10e-6)], [Point(1e5, 15e-6)]
+    s = summary(build(m), tmp_path / "c.yaml", 1.0)
+    assert s["in_turn_min_fraction"] == 0.6667 and s["gemm_bias_passes"] is None
+    m.vector_alone, m.vector_turn = [], []
+    assert summary(build(m), tmp_path / "c.yaml", 1.0)["in_turn_min_fraction"] is None

@@ -588,9 +588,10 @@ class Efficiency(Strict):
         "turn as a model runs them, each reading what the last wrote and keeping its own output as a forward pass "
         "keeps its activations, over their rate each called alone on the same inputs (as the memory curve and the op "
         "curves were measured, with every output written where the last call's freed one was, in the cache), "
-        "measured by advisor calibrate. A step's memory-bound ops outside the optimizer (whose updates are looked up "
-        "by the whole step's traffic) are priced at this fraction of their measured rate. None: not measured "
-        "(GPUs, datasheet entries, calibrations before it)",
+        "measured by advisor calibrate. The memory side of every op that writes a fresh output is priced at this "
+        "fraction of its measured rate: not matrix ops (a CPU's convolution curves are timed in turn already), not "
+        "ops in place (their output is their input, in the cache), not the optimizer's updates (looked up by the "
+        "whole step's traffic). None: not measured (GPUs, datasheet entries, calibrations before it)",
     )
     parallel_op_s: list[Seconds] | None = Field(
         None,

@@ -12,59 +12,73 @@ from advisor.calibration.bench import IN_TURN_ELEMENTS, Clock, Point, in_turn_po
 from advisor.calibration.kernels import BIAS_SHAPES, bias_points
 from advisor.calibration.overlay import bias_passes, in_turn_curve
 from advisor.estimator import kernels
-from advisor.estimator.roofline import in_turn_factor, op_time, profile_op_time
+from advisor.estimator.roofline import in_turn_factor, op_time, profile_op_time, stream_extra_s
 from advisor.profiler.schema import Linear
 
 # every rate kept up to 1e5 bytes, half of it from 1e6 on (Efficiency.at: a power law between, flat beyond)
 HALF = [{"min_size": 0, "efficiency": 1.0}, {"min_size": 1e6, "efficiency": 0.5}]
 
 
-def test_the_curve_is_the_ops_time_alone_over_in_turn():
-    # 1e5 bytes: 10 µs alone, 15 µs in turn -> 0.6667; 4e6 bytes: 40 against 100 µs, 2.5x, past MAX_IN_TURN (2):
-    # a disturbed measurement, the rate kept whole (1); 1.6e7 bytes: 80 against 60 µs, faster in turn: capped at 1.
-    # Steps start half-way: sqrt(1e5 * 4e6) = 6.325e5, sqrt(4e6 * 1.6e7) = 8e6
+def test_the_curve_is_the_time_added_in_turn_as_a_share_of_the_streaming_rate():
+    # memory curve flat at 0.5 of 1e10 B/s: streaming 1e5 bytes takes 1e5 / 5e9 = 20 µs. 1e5 bytes: 10 µs alone (a
+    # vector op faster than streaming: in the cache), 15 µs in turn: 5 µs added -> 20 / (20 + 5) = 0.8; 4e6 bytes:
+    # 40 against 100 µs, 2.5x, past MAX_IN_TURN (2): a disturbed measurement, nothing added (1); 1.6e7 bytes: 80
+    # against 60 µs, faster in turn: nothing added (1). Steps start half-way: sqrt(1e5 * 4e6) = 6.325e5,
+    # sqrt(4e6 * 1.6e7) = 8e6
     alone = [Point(1e5, 10e-6), Point(4e6, 40e-6), Point(1.6e7, 80e-6)]
     turn = [Point(1e5, 15e-6), Point(4e6, 100e-6), Point(1.6e7, 60e-6)]
-    assert in_turn_curve(alone, turn) == [
-        {"min_size": 0.0, "efficiency": 0.6667},
+    assert in_turn_curve(alone, turn, 1e10, FLAT) == [
+        {"min_size": 0.0, "efficiency": 0.8},
         {"min_size": 6.325e5, "efficiency": 1.0},
         {"min_size": 8e6, "efficiency": 1.0},
     ]
-    assert in_turn_curve([], []) is None
+    # a slow op (GELU-like: 60 µs alone, 75 in turn): the same 15 µs added over 20 µs of streaming, 20 / 35 = 0.5714,
+    # where the old ratio of rates (60 / 75 = 0.8) would have priced a fast op's in-turn cost at a fifth of its time
+    assert in_turn_curve([Point(1e5, 60e-6)], [Point(1e5, 75e-6)], 1e10, FLAT) == [
+        {"min_size": 0.0, "efficiency": 0.5714}
+    ]
+    assert in_turn_curve([], [], 1e10, FLAT) is None
 
 
-def test_a_memory_bound_call_runs_at_its_in_turn_share_but_matrix_ops_and_the_optimizer_do_not():
+def test_running_in_turn_adds_the_bytes_at_the_streaming_rate_but_not_to_matrix_ops_or_the_optimizer():
     eff = with_(vector_in_turn=HALF)
     # the fixture: 1e10 B/s at memory efficiency 0.5, 10 µs overhead per op.
-    # 2e6 bytes: 2e6 / 5e9 = 400 µs, at half the rate 800 µs, + 10 µs
+    # 2e6 bytes: streaming 2e6 / 5e9 = 400 µs; in turn at half the rate 800 µs, 400 added: 800 µs + 10 µs
     assert op_time(CPU, eff, 0.0, 2e6, 1, "memory", "fp32", phase="forward").seconds == pytest.approx(810e-6)
     assert op_time(CPU, eff, 0.0, 2e6, 1, "vector", "fp32", phase="backward").seconds == pytest.approx(810e-6)
-    # the optimizer's updates are looked up by the step's traffic instead: the whole rate, 400 + 10 µs
+    assert stream_extra_s(CPU, eff, 2e6, 2e6, 0.5) == pytest.approx(400e-6)
+    assert stream_extra_s(CPU, eff, 2e6, 2e6, 1.0) == 0.0
+    # the optimizer's updates are looked up by the step's traffic instead: nothing added, 400 + 10 µs
     assert op_time(CPU, eff, 0.0, 2e6, 1, "memory", "fp32", phase="optimizer").seconds == pytest.approx(410e-6)
     # a GEMM bound by its bytes (1e3 FLOPs): 400 µs + 10, untouched
     assert op_time(CPU, eff, 1e3, 2e6, 1, "matrix", "fp32", phase="forward", op="aten.mm").seconds == pytest.approx(
         410e-6
     )
-    # an op in place writes where it read (a ReLU in place, a dropout's draw): the whole rate, 400 + 10 µs
+    # an op in place writes where it read (a ReLU in place, a dropout's draw): nothing added, 400 + 10 µs
     assert op_time(CPU, eff, 0.0, 2e6, 1, "vector", "fp32", phase="forward", op="aten.relu_").seconds == pytest.approx(
         410e-6
     )
-    # a measured vector op: only its memory side slows. Own curve 0.5: compute 2e8 / (1e11 * 0.5) = 4 ms over memory
-    # 2e6 / (1e10 * 0.5) = 400 µs, at half the rate 800 µs: still 4 ms + 10 µs; with 2e7 FLOPs (400 µs of compute)
-    # the memory side binds, 800 µs + 10
+    # a measured vector op pays the same 400 µs on top of its own time, however slow that is. Own curve 0.5:
+    # compute 2e8 / (1e11 * 0.5) = 4 ms over memory 2e6 / (1e10 * 0.5) = 400 µs: 4 ms + 400 µs + 10 µs (a rate
+    # share of its own time would have added nothing to this compute-bound op, or 4 ms to a memory-bound one as
+    # slow); with 2e7 FLOPs (400 µs of compute) 400 + 400 + 10 µs
     own = with_(vector_in_turn=HALF, op_curves={"aten.gelu": [{"min_size": 0, "efficiency": 0.5}]})
     assert op_time(CPU, own, 2e8, 2e6, 1, "vector", "fp32", phase="forward", op="aten.gelu").seconds == pytest.approx(
-        4.01e-3
+        4.41e-3
     )
     assert op_time(CPU, own, 2e7, 2e6, 1, "vector", "fp32", phase="forward", op="aten.gelu").seconds == pytest.approx(
         810e-6
     )
+    # an own curve at a tenth of the streaming rate (a max pool's windows): 2e6 / (1e10 * 0.05) = 4 ms, + 400 µs
+    slow = with_(vector_in_turn=HALF, op_curves={"aten.max_pool2d_with_indices": [{"min_size": 0, "efficiency": 0.05}]})
+    t = op_time(CPU, slow, 0.0, 2e6, 1, "vector", "fp32", phase="forward", op="aten.max_pool2d_with_indices")
+    assert t.seconds == pytest.approx(4.41e-3)
     # half-way on log axes, 10**5.5 bytes: 0.5 ** 0.5 of the rate
     assert in_turn_factor(eff, 10**5.5, "vector", "forward") == pytest.approx(0.5**0.5)
     assert in_turn_factor(with_(), 10**5.5, "vector", "forward") == 1.0
-    # with the handoff too (two threads): both shares, 0.5 * 0.5: 400 µs / 0.25 = 1.6 ms + 10 µs
+    # with the handoff too (two threads): the call at half the rate, 800 µs, and 400 µs in turn on top: 1.2 ms + 10
     both = with_(vector_in_turn=HALF, handoff=HALF)
-    assert op_time(CPU, both, 0.0, 2e6, 1, "memory", "fp32", phase="forward").seconds == pytest.approx(1.61e-3)
+    assert op_time(CPU, both, 0.0, 2e6, 1, "memory", "fp32", phase="forward").seconds == pytest.approx(1.21e-3)
 
 
 def test_the_op_table_prices_both_as_the_scalar_path_does():

@@ -21,7 +21,7 @@ from pathlib import Path
 from advisor.calibration.bench import Measurements, Point
 from advisor.calibration.kernels import MAX_IN_TURN
 from advisor.calibration.ops import SCATTERS
-from advisor.catalog.schema import CONV_EFFICIENCY_MAX
+from advisor.catalog.schema import CONV_EFFICIENCY_MAX, Efficiency, Step
 
 MIN_EFFICIENCY = 0.001
 PEAK_MIN_BYTES = 1 << 18  # memory peak from calls moving at least this much
@@ -86,13 +86,19 @@ def handoff_curve(matched: list[Point], cross: list[Point]) -> list[dict] | None
     return _curve([(size, min(1.0, ratio)) for size, ratio in pairs]) if pairs else None
 
 
-def in_turn_curve(alone: list[Point], turn: list[Point]) -> list[dict] | None:
-    """The catalog's `vector_in_turn` steps from bench.in_turn_points: by bytes per call, the ops' time alone over
-    their time in turn, a share of the measured rate at most 1. A size whose chain ran MAX_IN_TURN times its ops
-    alone or more was disturbed (as a convolution set's, kernels.in_turn): its rate is kept whole. None without
-    measurements."""
-    pairs = [(a.size, b.seconds / a.seconds) for a, b in zip(alone, turn, strict=True) if a.seconds > 0]
-    return _curve([(size, 1.0 / r if 1.0 < r < MAX_IN_TURN else 1.0) for size, r in pairs]) if pairs else None
+def in_turn_curve(alone: list[Point], turn: list[Point], bandwidth: float, memory: list[dict]) -> list[dict] | None:
+    """The catalog's `vector_in_turn` steps from bench.in_turn_points: by bytes per call, what running in turn adds
+    to the ops' time alone, as a share of the memory curve's streaming rate (the estimator adds a call's bytes at
+    that rate over the share, less the streaming time: roofline.stream_extra_s): streaming time / (streaming time + time
+    in turn - time alone), at most 1. A size whose chain ran MAX_IN_TURN times its ops alone or more was disturbed
+    (as a convolution set's, kernels.in_turn): its rate is kept whole. None without measurements."""
+    shares = []
+    for a, b in zip(alone, turn, strict=True):
+        if a.seconds > 0:
+            stream = a.size / (bandwidth * Efficiency.at([Step(**s) for s in memory], a.size))
+            extra = b.seconds - a.seconds if 1.0 < b.seconds / a.seconds < MAX_IN_TURN else 0.0
+            shares.append((a.size, stream / (stream + extra)))
+    return _curve(shares) if shares else None
 
 
 def bias_passes(plain: list[Point], biased: list[Point], bandwidth: float, memory: list[dict]) -> float | None:
@@ -452,7 +458,7 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         handoff = handoff_curve(m.handoff_matched, m.handoff_cross)
         if handoff:
             efficiency["handoff"] = handoff
-        turn = in_turn_curve(m.vector_alone, m.vector_turn)
+        turn = in_turn_curve(m.vector_alone, m.vector_turn, bandwidth, efficiency["memory"])
         if turn:
             efficiency["vector_in_turn"] = turn
         passes = bias_passes(m.bias_mm, m.bias_addmm, bandwidth, efficiency["memory"])

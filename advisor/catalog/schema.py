@@ -571,7 +571,9 @@ class Efficiency(Strict):
         "threads' shares come modified from another core's cache), measured by advisor calibrate. In a training "
         "step an op reads what another op wrote, split between the threads otherwise (a convolution's or GEMM's "
         "output tiles against an elementwise op's halves), so memory-bound ops are priced at this fraction of "
-        "their measured rate. None: not measured (one thread, GPUs, datasheet entries)",
+        "their measured rate, and an op with its own measured curve pays what the fraction costs its bytes at the "
+        "memory curve's streaming rate on top of its own time (a cost of where the data is: a max pool's windows or a "
+        "random draw do not slow in proportion). None: not measured (one thread, GPUs, datasheet entries)",
     )
     gemm_bias_passes: float | None = Field(
         None,
@@ -584,14 +586,18 @@ class Efficiency(Strict):
     )
     vector_in_turn: Curve | None = Field(
         None,
-        description="CPUs: by bytes per call, the rate of memory-bound ops (multiply, add, GELU, softmax) run in "
-        "turn as a model runs them, each reading what the last wrote and keeping its own output as a forward pass "
-        "keeps its activations, over their rate each called alone on the same inputs (as the memory curve and the op "
-        "curves were measured, with every output written where the last call's freed one was, in the cache), "
-        "measured by advisor calibrate. The memory side of every op that writes a fresh output is priced at this "
-        "fraction of its measured rate: not matrix ops (a CPU's convolution curves are timed in turn already), not "
-        "ops in place (their output is their input, in the cache), not the optimizer's updates (looked up by the "
-        "whole step's traffic). None: not measured (GPUs, datasheet entries, calibrations before it)",
+        description="CPUs: by bytes per call, what running in turn costs memory-bound ops (multiply, add, GELU, "
+        "softmax) that a model runs one after another, each reading what the last wrote and keeping its own output "
+        "as a forward pass keeps its activations, against each called alone on the same inputs (as the memory curve "
+        "and the op curves were measured, with every output written where the last call's freed one was, in the "
+        "cache); measured by advisor calibrate and stored as a share of the memory curve's streaming rate: streaming "
+        "time / (streaming time + the time added in turn). Every op that writes a fresh output is priced its bytes at "
+        "the streaming rate over this share, less the streaming time, on top of its own time (a cost of the memory "
+        "its output lands in, whatever the op's own rate): not matrix ops (a CPU's convolution curves are timed in "
+        "turn already), not ops in place (their output is their input, in the cache), not the optimizer's updates "
+        "(looked up by the whole step's traffic). None: not measured (GPUs, datasheet entries, calibrations before "
+        "it). Calibrations before 2026-12-07 stored the ops' rate in turn over their rate alone, which prices less: "
+        "calibrate again",
     )
     parallel_op_s: list[Seconds] | None = Field(
         None,

@@ -49,7 +49,7 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         or None,
         # the least share of its rate an op keeps when another core wrote its input (Efficiency.handoff)
         "handoff_min_fraction": min((st["efficiency"] for st in eff.get("handoff") or []), default=None),
-        # the least share of its rate a memory-bound op keeps run in turn with a step's others (vector_in_turn)
+        # the least share of the streaming rate an op's bytes keep run in turn with a step's others (vector_in_turn)
         "in_turn_min_fraction": min((st["efficiency"] for st in eff.get("vector_in_turn") or []), default=None),
         "gemm_bias_passes": eff.get("gemm_bias_passes"),
         "pool_window_s": {op: w["seconds_per_flop"] for op, w in eff.get("op_window", {}).items()} or None,
@@ -119,7 +119,7 @@ def _table(s: dict) -> None:
     if s["gemm_bias_passes"] is not None:
         t.add_row("linear layer's bias (passes over its output)", f"{s['gemm_bias_passes']:.2f}")
     if s["in_turn_min_fraction"] is not None:
-        t.add_row("vector ops in turn, worst size", f"{s['in_turn_min_fraction']:.2f} of the rate")
+        t.add_row("vector ops in turn, worst size", f"{s['in_turn_min_fraction']:.2f} of the streaming rate")
     if s["threads"]:
         t.add_row("torch threads", str(s["threads"]))
     t.add_row("calibration time", units.fmt_duration(s["calibration_s"]))

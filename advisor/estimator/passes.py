@@ -572,11 +572,15 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     b_look = np.where(table.reuse > 0, np.maximum(b_call, moved), b_call)
     # on a many-thread CPU a step's memory-bound calls read what another op's threads wrote (roofline.handoff_factor)
     handoff = _at(table.handoff_curve, b_look) if table.handoff_curve is not None else np.ones_like(b_look)
-    # and their fresh outputs written run in turn with the step's other ops (roofline.in_turn_factor)
-    turn = np.ones_like(b_look)
+    # and their fresh outputs written run in turn with the step's other ops (roofline.in_turn_factor), at a cost added
+    stream = np.where(b_call > 0, b_call / (table.bandwidth * _at(table.memory_curve, b_look)), 0.0)
+    turn_s = np.zeros_like(b_look)
     if table.in_turn_curve is not None:
         turn = np.where(table.turned, _at(table.in_turn_curve, b_look), 1.0)
-    t_mem = np.where(b_call > 0, b_call / (table.bandwidth * _at(table.memory_curve, b_look) * handoff * turn), 0.0)
+        turn_s = np.where(turn < 1.0, stream * (1.0 / turn - 1.0), 0.0)
+    # an op with its own curve pays the handoff likewise, its bytes at the streaming rate (roofline.stream_extra_s)
+    own_s = np.where(table.op_curve >= 0, stream * (1.0 / handoff - 1.0), 0.0)
+    t_mem = stream / handoff
     t_mem = t_mem * table.curve_scale  # a copy between layouts (own curves rescale theirs below)
     eta = np.broadcast_to(table.eta, f_call.shape).copy()
     intensity = f_call / np.where(b_call > 0, b_call, 1.0)
@@ -603,11 +607,9 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     for k, curve in enumerate(table.curves):
         own = table.op_curve == k
         if own.any():  # a measured op: its own roofline over the efficiency measured at this size
-            eta_own = _at(curve, b_look[:, own]) * handoff[:, own] / table.curve_scale[own]
+            eta_own = _at(curve, b_look[:, own]) / table.curve_scale[own]
             eta[:, own] = eta_own
-            t_mem[:, own] = np.where(
-                b_call[:, own] > 0, b_call[:, own] / (table.bandwidth * eta_own * turn[:, own]), 0.0
-            )
+            t_mem[:, own] = np.where(b_call[:, own] > 0, b_call[:, own] / (table.bandwidth * eta_own), 0.0)
     computes = (f_call > 0) & (table.peak > 0)
     t_cmp = np.where(computes, f_call / np.where(computes, table.peak * eta, 1.0), 0.0)
     capped = computes & (table.flops_cap > 0)
@@ -622,6 +624,7 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
         rows = (table.gather[:, 0] * weight + table.gather[:, 1] * micro * act) / table.calls
         body = np.maximum(body, rows * table.block_s)
     body = body + table.setup_s  # a library call's fixed cost (a CPU convolution's), whatever its size
+    body = body + turn_s + own_s  # where the data is (roofline.stream_extra_s), whatever the op's own rate
     if table.window.any():  # pooling windows wider or denser than the ones their curves were measured on
         body = body + table.window[:, 1] * np.maximum(f_call - table.window[:, 0] * b_call, 0.0)
     serial = table.s_fix * weight + table.s_per * micro * act

@@ -246,14 +246,26 @@ def handoff_factor(eff: Efficiency, nbytes: float) -> float:
 
 
 def in_turn_factor(eff: Efficiency, nbytes: float, category: str, phase: str | None, op: str | None = None) -> float:
-    """The share of its measured memory rate a call of `nbytes` keeps run in turn with a step's other ops, its fresh
-    output written to memory no recent call touched (Efficiency.vector_in_turn; 1 without). Only for ops that
-    write a fresh output: an in-place op (`op` ending in '_': a ReLU in place, a dropout's draw) writes where it
-    read, in the cache; matrix ops have their own (a CPU convolution's curves were scaled in turn); the optimizer's
-    updates are looked up by the whole step's traffic (reuse_cap) instead."""
+    """The share of the memory curve's streaming rate a call of `nbytes` keeps once the cost of running in turn with
+    a step's other ops is added, its fresh output written to memory no recent call touched (Efficiency.vector_in_turn;
+    1 without). Only for ops that write a fresh output: an in-place op (`op` ending in '_': a ReLU in place, a
+    dropout's draw) writes where it read, in the cache; matrix ops have their own (a CPU convolution's curves were
+    scaled in turn); the optimizer's updates are looked up by the whole step's traffic (reuse_cap) instead."""
     if not eff.vector_in_turn or category == "matrix" or phase == "optimizer" or in_place(op):
         return 1.0
     return Efficiency.at(eff.vector_in_turn, nbytes)
+
+
+def stream_extra_s(device: Device, eff: Efficiency, b_call: float, b_look: float, share: float) -> float:
+    """Seconds a memory-side share (`share` of the streaming rate: in_turn_factor's, or handoff_factor's for an op
+    with its own curve) adds to one call of `b_call` bytes: its bytes at the memory curve's streaming rate, over the
+    share, less that time. A cost of where the data is, so added to the op's time whatever its own rate: a max
+    pool's windows, a batch norm's passes or a random draw, timed alone far slower than streaming their bytes, do
+    not slow down in proportion (on the project's Xeon VM a max pool kept in turn ran within 5 % of its time alone,
+    where an add ran 2-4x; a draw takes the same time at one thread and at two)."""
+    if share >= 1.0 or b_call <= 0:
+        return 0.0
+    return b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_look)) * (1.0 / share - 1.0)
 
 
 def in_place(op: str | None) -> bool:
@@ -330,12 +342,14 @@ def op_time(
             if flops_cap > 0:
                 t_cmp = max(t_cmp, f_call / flops_cap)
     handoff = handoff_factor(eff, b_look)
-    t_mem /= handoff * in_turn_factor(eff, b_look, category, phase, op)
-    if curve:  # a measured vector op: its compute rate was measured on input from its own threads' caches too
-        t_cmp /= handoff
+    if not curve:  # memory-bound at the memory curve: the share of its rate (what stream_extra_s adds, for these)
+        t_mem /= handoff
     t_serial = serial_bytes / calls / (device.memory_bandwidth * Efficiency.at(eff.memory, serial_bytes / calls))
     body = max(t_cmp, t_mem, eff.min_op_s.get(op, 0.0) if op else 0.0, floor_s)
     body += eff.op_setup_s.get(op, 0.0) if op else 0.0  # a library call's fixed cost, whatever its size
+    body += stream_extra_s(device, eff, b_call, b_look, in_turn_factor(eff, b_look, category, phase, op))
+    if curve:  # a measured op reading what another op's threads wrote: that data's bytes, on top of its own time
+        body += stream_extra_s(device, eff, b_call, b_look, handoff)
     window = eff.op_window.get(op) if curve else None
     if window:  # a pooling window wider or denser than the one its curve was measured on
         body += window.seconds_per_flop * max(0.0, f_call - window.flops_per_byte * b_call)

@@ -18,8 +18,6 @@ reads it (the estimator adds both as bytes at the memory curve: `roofline.stream
 
 from __future__ import annotations
 
-import argparse
-import csv
 import datetime as dt
 import statistics
 import sys
@@ -28,16 +26,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from vector_in_turn import append, parse  # noqa: E402  (this folder, the script's own, is on the path)
+
 OUT = ROOT / "benchmarks" / "results" / "memory-side.csv"
 ELEMENTS = (1 << 16, 1 << 18, 1 << 20)  # 256 KiB .. 4 MiB of fp32 a tensor
 KEPT_MB, REPS = 256, 30  # in turn: calls until their outputs pass KEPT_MB (8 .. 64 calls)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--no-write", action="store_true", help="print only")
-    args = parser.parse_args()
+    args = parse(__doc__, 2)
 
     import torch
     import torch.nn.functional as F
@@ -105,13 +102,7 @@ def main() -> None:
                           f"({line['cross_us'] / line['matched_us']:.2f}x)")  # fmt: skip
             print(f"{n:8d} elements {name:10s} alone {line['alone_us']:8.1f} us, {shown}", flush=True)
     if not args.no_write:
-        new = not OUT.exists()
-        with OUT.open("a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(lines[0]))
-            if new:
-                writer.writeheader()
-            writer.writerows(lines)
-        print(f"appended {len(lines)} lines to {OUT.relative_to(ROOT)}", file=sys.stderr)
+        append(OUT, lines)
 
 
 if __name__ == "__main__":

@@ -32,11 +32,27 @@ SIZES_MB = (0.125, 0.5, 2.0, 8.0, 32.0)
 WORKING_SET_MB, MIN_TENSORS, MAX_TENSORS = 128, 8, 256
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=1)
+def parse(doc: str, threads: int) -> argparse.Namespace:
+    """The command line of this diagnostic and benchmarks/memory_side.py: --threads, --no-write."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=threads)
     parser.add_argument("--no-write", action="store_true", help="print only")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def append(out: Path, lines: list[dict]) -> None:
+    """Append `lines` to the CSV file `out`, with a header when the file is new."""
+    new = not out.exists()
+    with out.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(lines[0]))
+        if new:
+            writer.writeheader()
+        writer.writerows(lines)
+    print(f"appended {len(lines)} lines to {out.relative_to(ROOT)}", file=sys.stderr)
+
+
+def main() -> None:
+    args = parse(__doc__, 1)
 
     import torch
     import torch.nn.functional as F
@@ -87,13 +103,7 @@ def main() -> None:
             }
         )
     if not args.no_write:
-        new = not OUT.exists()
-        with OUT.open("a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(lines[0]))
-            if new:
-                writer.writeheader()
-            writer.writerows(lines)
-        print(f"appended {len(lines)} lines to {OUT.relative_to(ROOT)}", file=sys.stderr)
+        append(OUT, lines)
 
 
 if __name__ == "__main__":

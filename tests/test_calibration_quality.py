@@ -125,6 +125,7 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
             "first_touch": (2e-10, True),
             "handoff": ([], []),
             "vector_turn": ([], []),
+            "fresh": [],
             "bias": ([], []),
             "conv_geometry": {},
             "reorder": [],

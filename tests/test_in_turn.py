@@ -1,5 +1,6 @@
-"""Two CPU costs a model's step pays and the calibration's ops alone do not (issue 10): memory-bound ops run in turn,
-each output landing in memory no recent op touched (Efficiency.vector_in_turn), and a linear layer's bias written
+"""CPU costs a model's step pays and the calibration's ops alone do not (issue 10): memory-bound ops run in turn,
+each output landing in memory no recent op touched (Efficiency.vector_in_turn), no fresh output written faster than a
+step of its size writes them (Efficiency.fresh_output), and a linear layer's bias written
 into its output and read back by the GEMM (Efficiency.gemm_bias_passes). What advisor calibrate measures, how the
 overlay reads it and how the estimator prices it. Every expected value is derived by hand in the comment beside it."""
 
@@ -8,15 +9,16 @@ from __future__ import annotations
 import pytest
 from test_op_costs import CPU, FLAT, record, table_and_scalar, with_
 
-from advisor.calibration.bench import IN_TURN_ELEMENTS, Clock, Point, in_turn_points
+from advisor.calibration.bench import FRESH_FOOTPRINTS, IN_TURN_ELEMENTS, Clock, Point, fresh_points, in_turn_points
 from advisor.calibration.kernels import BIAS_SHAPES, bias_points
-from advisor.calibration.overlay import bias_passes, in_turn_curve
+from advisor.calibration.overlay import bias_passes, fresh_curve, in_turn_curve
 from advisor.estimator import kernels
-from advisor.estimator.roofline import in_turn_factor, op_time, profile_op_time, stream_extra_s
+from advisor.estimator.roofline import fresh_output_s, in_turn_factor, op_time, profile_op_time, stream_extra_s
 from advisor.profiler.schema import Linear
 
 # every rate kept up to 1e5 bytes, half of it from 1e6 on (Efficiency.at: a power law between, flat beyond)
 HALF = [{"min_size": 0, "efficiency": 1.0}, {"min_size": 1e6, "efficiency": 0.5}]
+TENTH = [{"min_size": 0, "efficiency": 0.1}]  # fresh outputs at a tenth of the bandwidth, whatever the step
 
 
 def test_the_curve_is_the_time_added_in_turn_as_a_share_of_the_streaming_rate():
@@ -81,10 +83,93 @@ def test_running_in_turn_adds_the_bytes_at_the_streaming_rate_but_not_to_matrix_
     assert op_time(CPU, both, 0.0, 2e6, 1, "memory", "fp32", phase="forward").seconds == pytest.approx(1.21e-3)
 
 
+def test_the_fresh_output_curve_is_the_chains_rate_by_the_steps_bytes():
+    # each op of the chain writes 2**18 floats, 1,048,576 bytes; bandwidth 1e11 B/s. Over 8 MiB 100 µs an op:
+    # 1.048576e10 B/s, 0.1049 of the bandwidth; over 512 MiB 200 µs: 0.0524. The second step starts half-way:
+    # sqrt(2**23 * 2**29) = 2**26 = 6.711e7
+    fresh = [Point(8 << 20, 100e-6), Point(512 << 20, 200e-6)]
+    assert fresh_curve(fresh, 1e11) == [
+        {"min_size": 0.0, "efficiency": 0.1049},
+        {"min_size": 6.711e7, "efficiency": 0.0524},
+    ]
+    # faster than the bandwidth (1e10 B/s here): held at 1
+    assert fresh_curve([Point(8 << 20, 100e-6)], 1e10) == [{"min_size": 0.0, "efficiency": 1.0}]
+    assert fresh_curve([], 1e11) is None
+
+
+def test_no_fresh_output_is_written_faster_than_a_step_writes_them_but_slow_ops_pay_nothing_more():
+    eff = with_(fresh_output=TENTH)
+    # the fixture: 1e10 B/s at memory efficiency 0.5, 10 µs overhead per op. A call of 2e6 bytes, 1e6 of them
+    # written: streaming 2e6 / 5e9 = 400 µs; its output at a tenth of 1e10 B/s: 1e6 / 1e9 = 1 ms, the floor
+    assert fresh_output_s(CPU, eff, 1e6, 1e9, "memory", "forward", None) == pytest.approx(1e-3)
+    assert op_time(CPU, eff, 0.0, 2e6, 1, "memory", "fp32", phase="forward", written=1e6).seconds == pytest.approx(
+        1.01e-3
+    )
+    # 1e5 written: 100 µs, under the 400 µs of streaming: 410 µs as without
+    assert op_time(CPU, eff, 0.0, 2e6, 1, "vector", "fp32", phase="backward", written=1e5).seconds == pytest.approx(
+        410e-6
+    )
+    # two calls of 1e6 written each (2e6 in all): 1 ms each, 2 ms + 20 µs
+    assert op_time(CPU, eff, 0.0, 4e6, 2, "memory", "fp32", phase="forward", written=2e6).seconds == pytest.approx(
+        2.02e-3
+    )
+    # not the optimizer's updates (looked up by the step's traffic instead), a GEMM (1e3 FLOPs, bound by its bytes)
+    # or an op in place (a ReLU in place writes where it read): 400 + 10 µs each
+    for phase, category, op in (
+        ("optimizer", "memory", None),
+        ("forward", "matrix", "aten.mm"),
+        ("forward", "vector", "aten.relu_"),
+    ):
+        t = op_time(CPU, eff, 1e3, 2e6, 1, category, "fp32", phase=phase, op=op, written=1e6)
+        assert t.seconds == pytest.approx(410e-6)
+    # a measured op slower than the floor writes its output while it computes: nothing added. Own curve 0.5:
+    # compute 2e8 / (1e11 * 0.5) = 4 ms: 4 ms + 10 µs; with 2e7 FLOPs (400 µs of compute) the floor, 1 ms + 10 µs
+    own = with_(fresh_output=TENTH, op_curves={"aten.gelu": [{"min_size": 0, "efficiency": 0.5}]})
+    for flops, want in ((2e8, 4.01e-3), (2e7, 1.01e-3)):
+        t = op_time(CPU, own, flops, 2e6, 1, "vector", "fp32", phase="forward", op="aten.gelu", written=1e6)
+        assert t.seconds == pytest.approx(want)
+    # the floor is under the whole call, its separate passes included: 1e6 bytes of serial passes (a zeroed gradient
+    # table) 200 µs and the op's own 1e6 bytes 200 µs, 400 µs under the 1 ms floor: 1 ms + 10 µs
+    t = op_time(CPU, eff, 0.0, 1e6, 1, "memory", "fp32", phase="backward", written=1e6, serial_bytes=1e6)
+    assert t.seconds == pytest.approx(1.01e-3)
+    # with the cost of running in turn (HALF: 400 µs added to the 400 of streaming) still under the floor: 1 ms + 10
+    both = with_(fresh_output=TENTH, vector_in_turn=HALF)
+    assert op_time(CPU, both, 0.0, 2e6, 1, "memory", "fp32", phase="forward", written=1e6).seconds == pytest.approx(
+        1.01e-3
+    )
+    # without the figure, or writing nothing: no floor
+    assert fresh_output_s(CPU, with_(), 1e6, 1e9, "memory", "forward", None) == 0.0
+    assert fresh_output_s(CPU, eff, 0.0, 1e9, "memory", "forward", None) == 0.0
+
+
+def test_the_floor_is_looked_up_by_the_steps_bytes():
+    # 0.4 of the bandwidth for a step of up to 1e7 bytes (the first step stands a decade below the second), 0.1 from
+    # 1e8: 1e6 written over 4e9 B/s = 250 µs; over 1e9 B/s = 1 ms; half-way on log axes (10**7.5 bytes) 0.4 *
+    # (0.1 / 0.4) ** 0.5 = 0.2: 500 µs. Without a footprint, the call's own bytes (2e6: 250 µs, under its 400 µs)
+    eff = with_(fresh_output=[{"min_size": 0, "efficiency": 0.4}, {"min_size": 1e8, "efficiency": 0.1}])
+    assert fresh_output_s(CPU, eff, 1e6, 1e6, "memory", "forward", None) == pytest.approx(250e-6)
+    assert fresh_output_s(CPU, eff, 1e6, 1e9, "memory", "forward", None) == pytest.approx(1e-3)
+    assert fresh_output_s(CPU, eff, 1e6, 10**7.5, "memory", "forward", None) == pytest.approx(500e-6)
+    assert op_time(CPU, eff, 0.0, 2e6, 1, "memory", "fp32", phase="forward", written=1e6).seconds == pytest.approx(
+        410e-6
+    )
+    # a profile record: 1e5 bytes read and 1e5 written a sample, at batch 10 (2e6 bytes, 1e6 written) in a step of
+    # 1e9 bytes: the 1 ms floor + 10 µs
+    op = record("aten.gelu", category="vector").model_copy(
+        update={"bytes_read": Linear(per_sample=1e5), "bytes_written": Linear(per_sample=1e5)}
+    )
+    assert profile_op_time(op, CPU, eff, "fp32", "fp32", 10, step_bytes=1e9).seconds == pytest.approx(1.01e-3)
+
+
 def test_the_op_table_prices_both_as_the_scalar_path_does():
     from advisor import api
 
-    for name, fields in (("mobilenet_v2", {"vector_in_turn": HALF}), ("bert_base", {"gemm_bias_passes": 2.0})):
+    for name, fields in (
+        ("mobilenet_v2", {"vector_in_turn": HALF}),
+        ("mobilenet_v2", {"vector_in_turn": HALF, "fresh_output": TENTH}),
+        ("bert_base", {"fresh_output": TENTH}),
+        ("bert_base", {"gemm_bias_passes": 2.0}),
+    ):
         prof = api.profile_from(name)
         got, want, _ = table_and_scalar(prof, with_(**fields))
         assert got == pytest.approx(want, rel=1e-12)
@@ -126,6 +211,10 @@ def test_calibrate_times_the_chain_and_the_layers():
     assert [p.size for p in alone] == [p.size for p in turn] == [8.0 * n for n in IN_TURN_ELEMENTS[::3]]
     assert [p.size for p in alone] == [8192.0, 524288.0, 33554432.0]
     assert all(p.seconds > 0 for p in alone + turn)
+    fresh = fresh_points("cpu", clock, quick=True)
+    # quick: the first and last footprints, 8 MiB and 512 MiB
+    assert [p.size for p in fresh] == [float(f) for f in FRESH_FOOTPRINTS[::3]] == [8388608.0, 536870912.0]
+    assert all(p.seconds > 0 for p in fresh)
     plain, biased = bias_points("cpu", clock, quick=True)
     # quick: every other layer, 4 bytes an output element: 1024 x 384 and 4096 x 256
     assert [p.size for p in plain] == [p.size for p in biased] == [4.0 * r * c for r, _, c in BIAS_SHAPES[::2]]
@@ -144,5 +233,10 @@ def test_calibrates_summary_shows_both(tmp_path):
     m.vector_alone, m.vector_turn = [Point(1e5, 10e-6)], [Point(1e5, 15e-6)]
     s = summary(build(m), tmp_path / "c.yaml", 1.0)
     assert s["in_turn_min_fraction"] == 0.6667 and s["gemm_bias_passes"] is None
+    assert s["fresh_output_rate"] is None
+    # 2**20 bytes an op in 1 ms over 8 MiB, 2 ms over 512 MiB: 1.048576e9 and 5.24288e8 B/s, over the fake's
+    # bandwidth (its copy peak, 2e10 B/s) 0.0524 and 0.0262, stored to 4 places: 1.048e9 and 5.24e8 B/s back
+    m.fresh = [Point(8 << 20, 1e-3), Point(512 << 20, 2e-3)]
+    assert summary(build(m), tmp_path / "c.yaml", 1.0)["fresh_output_rate"] == pytest.approx([1.048e9, 5.24e8])
     m.vector_alone, m.vector_turn = [], []
     assert summary(build(m), tmp_path / "c.yaml", 1.0)["in_turn_min_fraction"] is None

@@ -28,6 +28,10 @@ VECTOR_ELEMENTS = 1 << 22
 # IN_TURN_OPS ops (a small model's forward pass), shorter where its outputs pass IN_TURN_BYTES (at least 8 ops)
 IN_TURN_ELEMENTS = tuple(2**k for k in range(10, 23, 2))
 IN_TURN_OPS, IN_TURN_BYTES = 64, 96 << 20
+# fresh outputs written in turn (fresh_points): ops of FRESH_ELEMENTS (1 MiB of fp32) each, whose outputs fill
+# FRESH_FOOTPRINTS bytes, from a small step's to a large one's (on the project's Xeon VM the rate halved between 32 and
+# 128 MiB at one and at two threads, and did not change with the op's size from 256 KiB to 4 MiB)
+FRESH_ELEMENTS, FRESH_FOOTPRINTS = 1 << 18, tuple(8 << (20 + 2 * k) for k in range(4))  # 8 .. 512 MiB
 # copies between layouts (Efficiency.permuted_copy): runs of contiguous elements both sides share, on tensors of
 # about PERMUTED_ELEMENTS floats (1 MB) whose sides lie PERMUTED_OFFSETS off a power of two: on the development VM's
 # EPYC a transpose with a power-of-two stride (1,024 x 1,024, and 512 x 512 x 4) took 22-40x a plain copy, as its
@@ -116,6 +120,8 @@ class Measurements:
     # CPUs: memory-bound ops by bytes per call, each alone and in a chain as a model runs them (in_turn_points)
     vector_alone: list[Point] = field(default_factory=list)
     vector_turn: list[Point] = field(default_factory=list)
+    # CPUs: the time per op of a chain writing fresh outputs, by the bytes its outputs fill (fresh_points)
+    fresh: list[Point] = field(default_factory=list)
     # CPUs: linear layers by their output's bytes, as mm and as addmm with a bias (kernels.bias_points)
     bias_mm: list[Point] = field(default_factory=list)
     bias_addmm: list[Point] = field(default_factory=list)
@@ -321,6 +327,34 @@ def in_turn_points(device: str, clock: Clock, quick: bool) -> tuple[list[Point],
     return alone, turn
 
 
+def fresh_points(device: str, clock: Clock, quick: bool) -> list[Point]:
+    """CPUs: the rate at which a step's ops write fresh outputs, by the bytes the step touches: Points of (footprint,
+    seconds per op) for each of FRESH_FOOTPRINTS (the first and last with `quick`). A chain of the fastest
+    memory-bound ops (a multiply by a scalar, a tensor added to itself) of FRESH_ELEMENTS each, each reading what the
+    one before wrote and writing into a buffer of its own, as a forward pass keeps its activations, the buffers
+    filling the footprint: every output lands in memory last written a footprint ago. The buffers are allocated once,
+    outside the timing (fresh pages are priced apart, Efficiency.first_touch_bandwidth). On the project's Xeon VM
+    at two threads 34-36 GB/s up to 32 MiB, 14-18 GB/s from 128 MiB; 1 MB alone, 24 µs: 44 GB/s (estimator:
+    Efficiency.fresh_output, roofline.fresh_output_s)."""
+    import torch
+
+    kinds = (lambda z, out: torch.mul(z, 1.5, out=out), lambda z, out: torch.add(z, z, out=out))
+    shape = (FRESH_ELEMENTS // 256, 256)
+    x = torch.randn(*shape, device=device)
+    out = []
+    for footprint in FRESH_FOOTPRINTS[::3] if quick else FRESH_FOOTPRINTS:
+        buffers = [torch.empty(*shape, device=device) for _ in range(footprint // (4 * FRESH_ELEMENTS))]
+
+        def chain(x=x, buffers=buffers):
+            for i, buffer in enumerate(buffers):
+                x = kinds[i % 2](x, buffer)
+            return x
+
+        out.append(Point(float(footprint), clock(chain, f"fresh outputs over {footprint >> 20} MiB") / len(buffers)))
+        del buffers
+    return out
+
+
 def plausible_first_touch(measure: Callable[[], float], copy: list[Point], tries: int = 3) -> tuple[float, bool]:
     """(the first-touch cost per byte, whether it was plausible), measured up to `tries` times until it is
     physically possible: the kernel zeroes a fresh page before the program writes it, so fresh memory cannot be
@@ -423,10 +457,12 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
 
         tick("the optimizer after a full cache")
         cold = optimizer_cold(clock.threads, quick)
-    vector_turn, bias = ([], []), ([], [])
+    vector_turn, bias, fresh = ([], []), ([], []), []
     if not cuda:
         tick("vector ops in turn")
         vector_turn = in_turn_points(device, clock, quick)
+        tick("fresh outputs in turn")
+        fresh = fresh_points(device, clock, quick)
         tick("GEMMs with a bias")
         bias = kernels.bias_points(device, clock, quick)
     handoff = ([], [])
@@ -484,6 +520,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "first_touch": touch,
         "handoff": handoff,
         "vector_turn": vector_turn,
+        "fresh": fresh,
         "bias": bias,
         "tiny_steps": steps,
         "optimizer_timed": optimizer_timed,
@@ -584,6 +621,7 @@ def run(
     m.skinny = kernels.layouts_mean(m.skinny_layouts)
     m.handoff_matched, m.handoff_cross = merged["handoff"]
     m.vector_alone, m.vector_turn = merged["vector_turn"]
+    m.fresh = merged["fresh"]
     m.bias_mm, m.bias_addmm = merged["bias"]
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     m.vector_seconds, m.vector_bytes = merged["gelu_s"], 8.0 * n

@@ -18,7 +18,7 @@ import re
 import statistics
 from pathlib import Path
 
-from advisor.calibration.bench import Measurements, Point
+from advisor.calibration.bench import FRESH_ELEMENTS, Measurements, Point
 from advisor.calibration.kernels import MAX_IN_TURN
 from advisor.calibration.ops import SCATTERS
 from advisor.catalog.schema import CONV_EFFICIENCY_MAX, Efficiency, Step
@@ -92,13 +92,21 @@ def in_turn_curve(alone: list[Point], turn: list[Point], bandwidth: float, memor
     that rate over the share, less the streaming time: roofline.stream_extra_s): streaming time / (streaming time + time
     in turn - time alone), at most 1. A size whose chain ran MAX_IN_TURN times its ops alone or more was disturbed
     (as a convolution set's, kernels.in_turn): its rate is kept whole. None without measurements."""
-    shares = []
+    shares, steps = [], [Step(**s) for s in memory]
     for a, b in zip(alone, turn, strict=True):
         if a.seconds > 0:
-            stream = a.size / (bandwidth * Efficiency.at([Step(**s) for s in memory], a.size))
+            stream = a.size / (bandwidth * Efficiency.at(steps, a.size))
             extra = b.seconds - a.seconds if 1.0 < b.seconds / a.seconds < MAX_IN_TURN else 0.0
             shares.append((a.size, stream / (stream + extra)))
     return _curve(shares) if shares else None
+
+
+def fresh_curve(fresh: list[Point], bandwidth: float) -> list[dict] | None:
+    """The catalog's `fresh_output` steps from bench.fresh_points: by the bytes a step touches (each Point's size),
+    the rate its ops write fresh outputs (FRESH_ELEMENTS floats an op over its time) as a share of the memory
+    bandwidth, at most 1 (roofline.fresh_output_s). None without measurements."""
+    rates = [(p.size, 4.0 * FRESH_ELEMENTS / p.seconds / bandwidth) for p in fresh if p.seconds > 0]
+    return _curve(rates) if rates else None
 
 
 def bias_passes(plain: list[Point], biased: list[Point], bandwidth: float, memory: list[dict]) -> float | None:
@@ -418,6 +426,7 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
                 if m.vector_turn
                 else ""
             )
+            + (", and none writing its output faster than a chain in turn writes fresh ones" if m.fresh else "")
             + ("; a linear layer's bias as passes over its output (addmm less mm)" if m.bias_mm else "")
             + "; gelu throughput for other "
             "vector work; and the fixed cost of an op per training phase and of a module call from timing "
@@ -461,6 +470,9 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         turn = in_turn_curve(m.vector_alone, m.vector_turn, bandwidth, efficiency["memory"])
         if turn:
             efficiency["vector_in_turn"] = turn
+        fresh = fresh_curve(m.fresh, bandwidth)
+        if fresh:
+            efficiency["fresh_output"] = fresh
         passes = bias_passes(m.bias_mm, m.bias_addmm, bandwidth, efficiency["memory"])
         if passes is not None:
             efficiency["gemm_bias_passes"] = round(passes, 3)

@@ -599,6 +599,17 @@ class Efficiency(Strict):
         "it). Calibrations before 2026-12-07 stored the ops' rate in turn over their rate alone, which prices less: "
         "calibrate again",
     )
+    fresh_output: Curve | None = Field(
+        None,
+        description="CPUs: by the bytes a training step touches (its ops' reads and writes), the rate at which its ops "
+        "write fresh outputs, as a share of memory_bandwidth: each output lands in memory last written about a step "
+        "ago, in the cache for a small step and beyond it for a large one. Measured by advisor calibrate as a chain of "
+        "the fastest ops (a multiply, an add) writing 1 MiB each into buffers that fill the footprint, allocated "
+        "before the timing. No call of the ops vector_in_turn applies to takes less than its bytes written at this "
+        "rate, its separate passes (a zeroed gradient table) included: a floor, not a cost added, since an op slow "
+        "for its bytes writes while it computes. None: not measured (GPUs, datasheet entries, calibrations before "
+        "2026-12-07)",
+    )
     parallel_op_s: list[Seconds] | None = Field(
         None,
         description="CPUs at more than one thread: an add on 40,000 floats (the threads' fork and join, little "

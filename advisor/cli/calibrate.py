@@ -51,6 +51,10 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         "handoff_min_fraction": min((st["efficiency"] for st in eff.get("handoff") or []), default=None),
         # the least share of the streaming rate an op's bytes keep run in turn with a step's others (vector_in_turn)
         "in_turn_min_fraction": min((st["efficiency"] for st in eff.get("vector_in_turn") or []), default=None),
+        # the rate a step's ops write fresh outputs, in the smallest and the largest step measured (fresh_output)
+        "fresh_output_rate": [float(st["efficiency"]) * float(dev["memory_bandwidth"]) for st in (fresh[0], fresh[-1])]
+        if (fresh := eff.get("fresh_output"))
+        else None,
         "gemm_bias_passes": eff.get("gemm_bias_passes"),
         "pool_window_s": {op: w["seconds_per_flop"] for op, w in eff.get("op_window", {}).items()} or None,
         # the optimizer's fixed cost per step after the smallest and the largest traffic (Efficiency.optimizer_step)
@@ -87,6 +91,11 @@ def _table(s: dict) -> None:
         t.add_row("overhead per module call", units.fmt_duration(s["module_overhead_s"]))
     if s["first_touch_bandwidth"]:
         t.add_row("fresh pages from the OS (first touch)", units.fmt_bandwidth(s["first_touch_bandwidth"]))
+    if s["fresh_output_rate"]:
+        small, large = s["fresh_output_rate"]
+        t.add_row(
+            "fresh outputs in turn, small - large step", f"{units.fmt_bandwidth(small)} - {units.fmt_bandwidth(large)}"
+        )
     if s["conv_channel_block"]:
         t.add_row("convolution channel block", f"{s['conv_channel_block']} channels")
     if s["conv_reorder_rate"]:  # NCHW <-> blocked, from the caches down to memory

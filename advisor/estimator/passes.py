@@ -86,6 +86,8 @@ class OpTable:
     f_per: np.ndarray
     b_fix: np.ndarray
     b_per: np.ndarray
+    w_fix: np.ndarray  # the bytes written, fixed and per sample (a fresh output's: roofline.fresh_output_s)
+    w_per: np.ndarray
     calls: np.ndarray
     overhead: np.ndarray  # per call
     peak: np.ndarray  # 0 where the op does no compute on a unit
@@ -97,6 +99,7 @@ class OpTable:
     handoff_curve: tuple | None  # Efficiency.handoff (None: not measured)
     in_turn_curve: tuple | None  # Efficiency.vector_in_turn (None: not measured)
     turned: np.ndarray  # records it applies to (roofline.in_turn_factor: fresh outputs, not matrix or optimizer ops)
+    fresh_curve: tuple | None  # Efficiency.fresh_output, by the step's bytes, for the same records (None: not measured)
     bandwidth: float
     sharded: np.ndarray
     layout_free: np.ndarray  # optimizer records: evaluated at the whole model
@@ -152,7 +155,7 @@ class _Records:
     """The device-independent part of an op table: one profile under one precision."""
 
     rows: list[tuple]  # (record index, category, dtype, op name, phase)
-    values: np.ndarray  # N × 4: flops fixed, flops per sample, bytes fixed, bytes per sample
+    values: np.ndarray  # N × 6: flops fixed, flops per sample, bytes fixed, bytes per sample, and the bytes written
     calls: np.ndarray
     sharded: np.ndarray
     free: np.ndarray
@@ -201,12 +204,14 @@ def _records(profile: Profile, roles: Roles, precision: str) -> _Records:
                 op.flops.per_sample,
                 (op.bytes_read.fixed + op.bytes_written.fixed) * scale,
                 (op.bytes_read.per_sample + op.bytes_written.per_sample) * scale,
+                op.bytes_written.fixed * scale,
+                op.bytes_written.per_sample * scale,
             )
         )
         if fp8 and roles.block_matmul[i]:
             cast = (op.bytes_read.per_sample + op.bytes_written.per_sample) * byte_scale(op.dtype, "bf16")
             rows.append((i, "memory", "bf16", "fp8.cast", op.phase))
-            values.append((0.0, 0.0, 0.0, FP8_CAST_SHARE * cast))
+            values.append((0.0, 0.0, 0.0, FP8_CAST_SHARE * cast, 0.0, FP8_CAST_SHARE * cast / 2))
     n = len(rows)
     masks = np.zeros((n, len(KEYS)))
     calls = np.zeros(n)
@@ -228,7 +233,7 @@ def _records(profile: Profile, roles: Roles, precision: str) -> _Records:
             masks[j, KEYS.index((f"cast-{region}", "forward"))] = 1.0
         elif region == "block" and category != "matrix":
             masks[j, KEYS.index(("elementwise", phase))] = 1.0
-    return _Records(rows, np.asarray(values, dtype=float).reshape(n, 4), calls, sharded, free, masks)
+    return _Records(rows, np.asarray(values, dtype=float).reshape(n, 6), calls, sharded, free, masks)
 
 
 @dataclass
@@ -436,6 +441,8 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         f_per=part.values[:, 1],
         b_fix=part.values[:, 2],
         b_per=part.values[:, 3],
+        w_fix=part.values[:, 4],
+        w_per=part.values[:, 5],
         calls=rec.calls,
         overhead=part.overhead,
         peak=peak,
@@ -446,6 +453,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         memory_curve=_curve(eff.memory),
         handoff_curve=_curve(eff.handoff) if eff.handoff else None,
         in_turn_curve=_curve(eff.vector_in_turn) if eff.vector_in_turn else None,
+        fresh_curve=_curve(eff.fresh_output) if eff.fresh_output else None,
         turned=np.array(
             [r[1] != "matrix" and r[4] != "optimizer" and not in_place(r[3]) for r in rec.rows], dtype=bool
         ),
@@ -647,6 +655,11 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
             size, count, pads = table.reorder[:, k, 0] * growth, table.reorder[:, k, 1], table.reorder[:, k, 2] > 0
             rate = table.bandwidth * np.where(pads, _at(padded, size), _at(aligned, size))
             t_serial = t_serial + np.where(count > 0, count * size / rate, 0.0) * table.calls
+    if table.fresh_curve is not None:  # no call writes its fresh output faster than the step's ops do in turn
+        w_call = (table.w_fix * weight + table.w_per * micro * act) / table.calls
+        rate = table.bandwidth * _at(table.fresh_curve, table.step_bytes[0] + table.step_bytes[1] * micro)
+        fresh = np.where(table.turned & (w_call > 0), w_call / rate, 0.0)
+        body = np.maximum(body, fresh - t_serial / table.calls)
     compute_bound = (t_cmp >= t_mem) & (t_cmp > 0)
     body = body * table.calls * table.live
     t_serial = t_serial * table.live

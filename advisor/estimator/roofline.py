@@ -256,13 +256,29 @@ def in_turn_factor(eff: Efficiency, nbytes: float, category: str, phase: str | N
     return Efficiency.at(eff.vector_in_turn, nbytes)
 
 
+def fresh_output_s(
+    device: Device, eff: Efficiency, written: float, footprint: float, category: str, phase: str | None, op: str | None
+) -> float:
+    """The least time a call that writes `written` bytes of fresh output takes in a step that touches `footprint`
+    bytes: the rate at which a step's ops write fresh outputs in turn (Efficiency.fresh_output, a share of the memory
+    bandwidth by the step's bytes: the memory an output lands in was last touched about a step ago, in the cache
+    for a small step, beyond it for a large one); 0 without the figure. For the ops in_turn_factor applies to. A
+    floor under the call's whole time: an op slow for its bytes writes its output while it computes (on the
+    project's Xeon VM an add, a ReLU and a GELU kept in turn took 68-77 µs a 1 MB output at two threads, a max pool
+    no longer than alone: benchmarks/memory_side.py), while a copy, a zeroed gradient table or an add cannot go
+    faster (the layout copies of a hand-written attention ran at 12 GB/s in a step, their rate alone 120)."""
+    if not eff.fresh_output or written <= 0 or category == "matrix" or phase == "optimizer" or in_place(op):
+        return 0.0
+    return written / (device.memory_bandwidth * Efficiency.at(eff.fresh_output, footprint))
+
+
 def stream_extra_s(device: Device, eff: Efficiency, b_call: float, b_look: float, share: float) -> float:
     """Seconds a memory-side share (`share` of the streaming rate: in_turn_factor's, or handoff_factor's for an op
     with its own curve) adds to one call of `b_call` bytes: its bytes at the memory curve's streaming rate, over the
     share, less that time. A cost of where the data is, so added to the op's time whatever its own rate: a max
     pool's windows, a batch norm's passes or a random draw, timed alone far slower than streaming their bytes, do
-    not slow down in proportion (on the project's Xeon VM a max pool kept in turn ran within 5 % of its time alone,
-    where an add ran 2-4x; a draw takes the same time at one thread and at two)."""
+    not slow down in proportion (on the project's Xeon VM, benchmarks/memory_side.py: kept in turn a max pool or a
+    draw ran within 6 % of its time alone, where an add or a ReLU ran 1.8-5x)."""
     if share >= 1.0 or b_call <= 0:
         return 0.0
     return b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_look)) * (1.0 / share - 1.0)
@@ -284,6 +300,8 @@ def op_time(
     phase: str | None = None,
     op: str | None = None,
     reuse_bytes: float = 0.0,
+    written: float = 0.0,
+    footprint: float = 0.0,
     fixed_s: float | None = None,
     eta_scale: float = 1.0,
     serial_bytes: float = 0.0,
@@ -300,6 +318,8 @@ def op_time(
     Memory efficiency is looked up by the bytes of one call, or by `reuse_bytes` when that is larger: the
     bytes the step touches between two uses of this op's data (an optimizer update finds its parameters and
     state where the whole last step left them, not in the cache a call of its own size would).
+    `written` (total over the calls) are the bytes of fresh output; no call takes less than writing them at the rate
+    a step of `footprint` bytes writes fresh outputs (`fresh_output_s`; the call's own bytes when 0).
     `fixed_s` replaces the per-op overhead (total over the calls: kernels a library launches itself pay
     none); `eta_scale` scales compute efficiency (wave quantization); `serial_bytes` are moved by separate
     kernels around the op (layout transposes); `vector_unit` runs a matrix op on the vector units; `cap_bytes`
@@ -353,6 +373,8 @@ def op_time(
     window = eff.op_window.get(op) if curve else None
     if window:  # a pooling window wider or denser than the one its curve was measured on
         body += window.seconds_per_flop * max(0.0, f_call - window.flops_per_byte * b_call)
+    fresh = fresh_output_s(device, eff, written / calls, footprint or b_look, category, phase, op)
+    body = max(body, fresh - t_serial)  # no faster than the step's ops write fresh outputs, its own passes included
     compute_bound = t_cmp >= t_mem and t_cmp > 0
     return OpTime(
         seconds=(body + t_serial) * calls + reorder_s + overhead,
@@ -397,10 +419,10 @@ def profile_op_time(
     flops = op.flops.at(batch)
     calls = max(op.count, 1)
     extra = {}
+    written = op.bytes_written.at(batch) * scale
     if op.op in SCATTERS and op.op in eff.op_curves:
         # a gather's gradient: the zeroed table (what it writes) as plain memory traffic, then the scatter-add
         # of the rows it reads by the op's own curve
-        written = op.bytes_written.at(batch) * scale
         nbytes, extra = nbytes - written, {"serial_bytes": written}
     at_profile = op.flops.at(profile_batch) if profile_batch else 0.0
     growth = flops / at_profile if at_profile > 0 else 1.0  # the activations against the profile's, as the FLOPs
@@ -445,7 +467,19 @@ def profile_op_time(
     if factor != 1.0:
         extra["curve_scale"] = factor
     t = op_time(
-        device, eff, flops, nbytes, op.count, op.category, dtype, phase=op.phase, op=op.op, reuse_bytes=reuse, **extra
+        device,
+        eff,
+        flops,
+        nbytes,
+        op.count,
+        op.category,
+        dtype,
+        phase=op.phase,
+        op=op.op,
+        reuse_bytes=reuse,
+        written=written,
+        footprint=step_bytes,
+        **extra,
     )
     t.host_calls = op.count
     return t

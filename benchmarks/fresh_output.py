@@ -16,14 +16,13 @@ Diagnostic only: nothing in advisor/ reads it.
 from __future__ import annotations
 
 import datetime as dt
-import statistics
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from vector_in_turn import append, parse  # noqa: E402  (this folder, the script's own, is on the path)
+from vector_in_turn import append, parse, timed  # noqa: E402  (this folder, the script's own, is on the path)
 
 OUT = ROOT / "benchmarks" / "results" / "fresh-output.csv"
 ELEMENTS = (1 << 16, 1 << 18, 1 << 20)  # 256 KiB .. 4 MiB of fp32 an output
@@ -42,22 +41,13 @@ def main() -> None:
     clock = time.process_time if args.threads == 1 else time.perf_counter
     kinds = (lambda z, out: torch.mul(z, 1.5, out=out), lambda z, out: torch.add(z, z, out=out))
 
-    def median_s(fn, reps: int) -> float:
-        fn()
-        seconds = []
-        for _ in range(reps):
-            t0 = clock()
-            fn()
-            seconds.append(clock() - t0)
-        return statistics.median(seconds)
-
     run = dt.datetime.now().strftime("%Y-%m-%dT%H:%M")
     lines = []
     for n in ELEMENTS:
         shape, written = (n // 256, 256), 4.0 * n
         x = torch.randn(*shape)
         pair = [torch.empty(*shape) for _ in range(2)]
-        alone = median_s(lambda x=x, pair=pair: [kinds[k](x, pair[k]) for k in range(2)], 200) / 2
+        alone = timed(lambda x=x, pair=pair: [kinds[k](x, pair[k]) for k in range(2)], 200, clock) / 2
         for mib in FOOTPRINTS_MIB:
             buffers = [torch.empty(*shape) for _ in range(max(4, (mib << 20) // int(written)))]
 
@@ -65,7 +55,7 @@ def main() -> None:
                 for i, buffer in enumerate(buffers):
                     x = kinds[i % 2](x, buffer)
 
-            turn = median_s(chain, max(3, CALLS // len(buffers))) / len(buffers)
+            turn = timed(chain, max(3, CALLS // len(buffers)), clock) / len(buffers)
             del buffers
             line = {"run": run, "cpu": cpu_name(), "threads": args.threads, "elements": n, "footprint_mib": mib,
                     "alone_us": round(alone * 1e6, 2), "in_turn_us": round(turn * 1e6, 2),

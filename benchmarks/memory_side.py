@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from vector_in_turn import append, parse  # noqa: E402  (this folder, the script's own, is on the path)
+from vector_in_turn import append, parse, timed  # noqa: E402  (this folder, the script's own, is on the path)
 
 OUT = ROOT / "benchmarks" / "results" / "memory-side.csv"
 ELEMENTS = (1 << 16, 1 << 18, 1 << 20)  # 256 KiB .. 4 MiB of fp32 a tensor
@@ -53,16 +53,6 @@ def main() -> None:
         "draw_p0.5": lambda x: torch.empty_like(x).bernoulli_(0.5),
     }
 
-    def median_s(fn, reps: int = REPS) -> float:
-        for _ in range(3):
-            fn()
-        seconds = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            seconds.append(time.perf_counter() - t0)
-        return statistics.median(seconds)
-
     run = dt.datetime.now().strftime("%Y-%m-%dT%H:%M")
     lines = []
     for n in ELEMENTS:
@@ -79,7 +69,7 @@ def main() -> None:
                 return [op(pair[k & 1]) for k in range(count)]
 
             line = {"run": run, "cpu": cpu_name(), "threads": args.threads, "op": name, "elements": n,
-                    "alone_us": median_s(alone) * 1e6, "in_turn_us": median_s(in_turn, 9) / count * 1e6}  # fmt: skip
+                    "alone_us": timed(alone, REPS) * 1e6, "in_turn_us": timed(in_turn, 9) / count * 1e6}  # fmt: skip
             if args.threads > 1:
                 z, x = torch.randn(n // 256, 256), torch.empty(n // 256, 256)
                 times: dict[int, list[float]] = {args.threads: [], 1: []}

@@ -51,6 +51,19 @@ def append(out: Path, lines: list[dict]) -> None:
     print(f"appended {len(lines)} lines to {out.relative_to(ROOT)}", file=sys.stderr)
 
 
+def timed(fn, calls: int, clock=time.perf_counter, pick=statistics.median) -> float:
+    """`pick` (the median, or the fastest) of `calls` timings of `fn` on `clock`, after three warm-up calls: the timer
+    of this diagnostic, benchmarks/memory_side.py and benchmarks/fresh_output.py."""
+    for _ in range(3):
+        fn()
+    seconds = []
+    for _ in range(calls):
+        t0 = clock()
+        fn()
+        seconds.append(clock() - t0)
+    return pick(seconds)
+
+
 def main() -> None:
     args = parse(__doc__, 1)
 
@@ -63,16 +76,6 @@ def main() -> None:
     clock = time.process_time if args.threads == 1 else time.perf_counter
     pick = statistics.median if args.threads == 1 else min
 
-    def timed(fn, calls: int) -> float:
-        for _ in range(3):
-            fn()
-        seconds = []
-        for _ in range(calls):
-            t0 = clock()
-            fn()
-            seconds.append(clock() - t0)
-        return pick(seconds)
-
     ops = {"add": lambda z: z + z, "gelu": F.gelu, "mul": lambda z: z * 1.5, "softmax": lambda z: z.softmax(-1)}
     run = dt.datetime.now().strftime("%Y-%m-%dT%H:%M")
     lines = []
@@ -82,8 +85,8 @@ def main() -> None:
         ratios = {}
         for name, op in ops.items():
             tensors = [torch.randn(elements // 256, 256) for _ in range(count)]
-            warm = timed(lambda op=op, x=tensors[0]: op(x), 30)
-            cold = timed(lambda op=op, ts=itertools.cycle(tensors): op(next(ts)), max(30, 2 * count))
+            warm = timed(lambda op=op, x=tensors[0]: op(x), 30, clock, pick)
+            cold = timed(lambda op=op, ts=itertools.cycle(tensors): op(next(ts)), max(30, 2 * count), clock, pick)
             ratios[name] = cold / warm
         median = statistics.median(ratios.values())
         print(

@@ -30,7 +30,8 @@ IN_TURN_ELEMENTS = tuple(2**k for k in range(10, 23, 2))
 IN_TURN_OPS, IN_TURN_BYTES = 64, 96 << 20
 # fresh outputs written in turn (fresh_points): ops of FRESH_ELEMENTS (1 MiB of fp32) each, whose outputs fill
 # FRESH_FOOTPRINTS bytes, from a small step's to a large one's (on the project's Xeon VM the rate halved between 32 and
-# 128 MiB at one and at two threads, and did not change with the op's size from 256 KiB to 4 MiB)
+# 128 MiB at one and at two threads; from 128 MiB it did not change with the op's size from 256 KiB to 4 MiB, up to
+# 32 MiB it did, 1 MiB the fastest: benchmarks/fresh_output.py)
 FRESH_ELEMENTS, FRESH_FOOTPRINTS = 1 << 18, tuple(8 << (20 + 2 * k) for k in range(4))  # 8 .. 512 MiB
 # copies between layouts (Efficiency.permuted_copy): runs of contiguous elements both sides share, on tensors of
 # about PERMUTED_ELEMENTS floats (1 MB) whose sides lie PERMUTED_OFFSETS off a power of two: on the development VM's

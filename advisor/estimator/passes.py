@@ -40,7 +40,6 @@ from advisor.estimator.roofline import (
     effective_dtype,
     efficiency_source,
     gemm_factor,
-    in_place,
     launch_for,
     loop_calls_s,
     optimizer_step_s,
@@ -50,6 +49,7 @@ from advisor.estimator.roofline import (
     reuse_cap,
     size_factor,
     within,
+    writes_fresh,
 )
 from advisor.profiler.schema import Profile
 from advisor.vocab import BLOCK_MATMUL_DTYPE, CPU_CAST
@@ -454,9 +454,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         handoff_curve=_curve(eff.handoff) if eff.handoff else None,
         in_turn_curve=_curve(eff.vector_in_turn) if eff.vector_in_turn else None,
         fresh_curve=_curve(eff.fresh_output) if eff.fresh_output else None,
-        turned=np.array(
-            [r[1] != "matrix" and r[4] != "optimizer" and not in_place(r[3]) for r in rec.rows], dtype=bool
-        ),
+        turned=np.array([writes_fresh(category, phase, name) for _, category, _, name, phase in rec.rows], dtype=bool),
         bandwidth=device.memory_bandwidth,
         sharded=rec.sharded,
         layout_free=rec.free,
@@ -576,7 +574,8 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
     nbytes = table.b_fix * weight + table.b_per * micro * act
     f_call, b_call = flops / table.calls, nbytes / table.calls
     # memory efficiency by the bytes of a call, or for the optimizer by the whole step's (capped) traffic
-    moved = np.minimum(table.step_bytes[0] + table.step_bytes[1] * micro, table.reuse)
+    footprint = table.step_bytes[0] + table.step_bytes[1] * micro  # the bytes of the step at this micro-batch
+    moved = np.minimum(footprint, table.reuse)
     b_look = np.where(table.reuse > 0, np.maximum(b_call, moved), b_call)
     # on a many-thread CPU a step's memory-bound calls read what another op's threads wrote (roofline.handoff_factor)
     handoff = _at(table.handoff_curve, b_look) if table.handoff_curve is not None else np.ones_like(b_look)
@@ -657,7 +656,7 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
             t_serial = t_serial + np.where(count > 0, count * size / rate, 0.0) * table.calls
     if table.fresh_curve is not None:  # no call writes its fresh output faster than the step's ops do in turn
         w_call = (table.w_fix * weight + table.w_per * micro * act) / table.calls
-        rate = table.bandwidth * _at(table.fresh_curve, table.step_bytes[0] + table.step_bytes[1] * micro)
+        rate = table.bandwidth * _at(table.fresh_curve, footprint)
         fresh = np.where(table.turned & (w_call > 0), w_call / rate, 0.0)
         body = np.maximum(body, fresh - t_serial / table.calls)
     compute_bound = (t_cmp >= t_mem) & (t_cmp > 0)

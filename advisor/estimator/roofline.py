@@ -251,7 +251,7 @@ def in_turn_factor(eff: Efficiency, nbytes: float, category: str, phase: str | N
     1 without). Only for ops that write a fresh output: an in-place op (`op` ending in '_': a ReLU in place, a
     dropout's draw) writes where it read, in the cache; matrix ops have their own (a CPU convolution's curves were
     scaled in turn); the optimizer's updates are looked up by the whole step's traffic (reuse_cap) instead."""
-    if not eff.vector_in_turn or category == "matrix" or phase == "optimizer" or in_place(op):
+    if not eff.vector_in_turn or not writes_fresh(category, phase, op):
         return 1.0
     return Efficiency.at(eff.vector_in_turn, nbytes)
 
@@ -267,7 +267,7 @@ def fresh_output_s(
     project's Xeon VM an add, a ReLU and a GELU kept in turn took 68-77 µs a 1 MB output at two threads, a max pool
     no longer than alone: benchmarks/memory_side.py), while a copy, a zeroed gradient table or an add cannot go
     faster (the layout copies of a hand-written attention ran at 12 GB/s in a step, their rate alone 120)."""
-    if not eff.fresh_output or written <= 0 or category == "matrix" or phase == "optimizer" or in_place(op):
+    if not eff.fresh_output or written <= 0 or not writes_fresh(category, phase, op):
         return 0.0
     return written / (device.memory_bandwidth * Efficiency.at(eff.fresh_output, footprint))
 
@@ -282,6 +282,13 @@ def stream_extra_s(device: Device, eff: Efficiency, b_call: float, b_look: float
     if share >= 1.0 or b_call <= 0:
         return 0.0
     return b_call / (device.memory_bandwidth * Efficiency.at(eff.memory, b_look)) * (1.0 / share - 1.0)
+
+
+def writes_fresh(category: str, phase: str | None, op: str | None) -> bool:
+    """Whether a record's calls write a fresh output that in_turn_factor and fresh_output_s price: not matrix ops
+    (a CPU convolution's curves were timed in turn), not the optimizer's updates (looked up by the step's traffic),
+    not ops in place (their output is their input, in the cache)."""
+    return category != "matrix" and phase != "optimizer" and not in_place(op)
 
 
 def in_place(op: str | None) -> bool:

@@ -141,11 +141,13 @@ class Measurements:
 
 
 class Clock:
-    """Times a callable: rounds of as many calls as fill `min_s`, `repeats` rounds. On one CPU thread it
-    counts the process's CPU time (time slices lost to other processes on a shared machine do not count,
-    the work itself, cache misses included, does) and reports the median round; otherwise the wall clock
-    and the fastest round, since other processes only ever slow a wall-clock round down. Every measurement
-    keeps the spread of its rounds (slowest / fastest) for the quality checks."""
+    """Times a callable: rounds of as many calls as fill `min_s`, `repeats` rounds, and reports the median round.
+    On one CPU thread it counts the process's CPU time (time slices lost to other processes on a shared machine do
+    not count, the work itself, cache misses included, does); otherwise the wall clock. The median, not the fastest
+    round, on the wall clock too: an estimate is of the typical step, which `advisor validate` measures as the
+    median of its steps, and on a shared VM the fastest round caught a quiet moment the steps mostly do not (until
+    2026-12-07 the fastest: two-thread rows of benchmarks/accuracy.py then ran 6-11 % over their estimates by each
+    phase's median). Every measurement keeps the spread of its rounds (slowest / fastest) for the quality checks."""
 
     def __init__(self, device: str, min_s: float, repeats: int, threads: int = 1):
         import torch
@@ -164,8 +166,7 @@ class Clock:
             rounds = self._rounds(fn)
         if what:
             self.spreads.append((what, max(rounds) / max(min(rounds), 1e-12)))
-        value = statistics.median(rounds) if self.process or self.cuda else min(rounds)
-        return value * scale
+        return statistics.median(rounds) * scale
 
     def _rounds(self, fn) -> list[float]:
         fn()

@@ -41,8 +41,8 @@ def nonnegative_fit(rows: list[tuple[float, float]], ys: list[float]) -> tuple[f
 
 
 def time_phases(path: Path, device: str, threads: int) -> dict[str, float]:
-    """Seconds per phase of a training step of the model file: the median over STEPS on the process clock
-    (one CPU thread), else the fastest step's phases on the wall clock."""
+    """Seconds per phase of a training step of the model file: the median over STEPS, on the process clock (one
+    CPU thread), else on the wall clock (as `advisor validate` measures a step; bench.Clock)."""
     from advisor.profiler.model_file import load_model_file
     from advisor.profiler.step import PhaseClock, build, train_step
 
@@ -55,10 +55,7 @@ def time_phases(path: Path, device: str, threads: int) -> dict[str, float]:
         train_step(mf, model, batch, opt, device, None, clock)
         if i >= WARMUP:
             steps.append(clock.phases())
-    phases = ("forward", "backward", "optimizer")
-    if process:
-        return {p: statistics.median(s[i] for s in steps) for i, p in enumerate(phases)}
-    return {p: min(s[i] for s in steps) for i, p in enumerate(phases)}
+    return {p: statistics.median(s[i] for s in steps) for i, p in enumerate(("forward", "backward", "optimizer"))}
 
 
 def tiny_steps(device: str, threads: int) -> dict[str, dict[str, float]]:

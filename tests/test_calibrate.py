@@ -486,3 +486,17 @@ def test_the_calibration_measures_layout_reorders_and_fits_the_conv_curves_witho
     _, eff = models(build(m, {"forward": 20e-6}))
     assert eff.conv_reorder == {}
     assert [s.efficiency for s in eff.conv_by_intensity] == [pytest.approx(0.435, abs=1e-3)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_clock_reports_the_median_round_at_every_thread_count(threads):
+    from advisor.calibration.bench import Clock
+
+    # a scripted clock: the sizing round takes 0.3 s for one call (past min_s, so n = 1), the two more rounds 0.1 s
+    # and 0.2 s: rounds [0.3, 0.1, 0.2], median 0.2 s (the fastest, 0.1 s, is what two threads reported until
+    # 2026-12-07); the spread kept is slowest / fastest = 3
+    ticks = iter([0.0, 0.3, 1.0, 1.1, 2.0, 2.2])
+    clock = Clock("cpu", min_s=0.05, repeats=3, threads=threads)
+    clock.now = lambda: next(ticks)
+    assert clock(lambda: None, "scripted") == pytest.approx(0.2)
+    assert clock.spreads == [("scripted", pytest.approx(3.0))]

@@ -8,7 +8,7 @@ import pytest
 from conftest import ROOT, assert_user_error, run_cli
 from test_calibrate import write_user_overlay
 
-from advisor.calibration.validate import Validation, combine, rows, spread_note
+from advisor.calibration.validate import Validation, band_note, combine, rows, spread_note
 from advisor.profiler.schema import Timing
 
 
@@ -70,6 +70,32 @@ def test_runs_in_fresh_processes_combine_as_their_median():
     assert combine([single]) is single
 
 
+def test_the_error_band_note_says_whether_the_total_is_inside_it():
+    basis = "±6%: median |error| of 28 training steps"
+    assert band_note(-0.05, 0.06, basis) == (
+        "band: the total's error (-5%) is inside the estimate's error band (±6%: median |error| of 28 training steps)"
+    )
+    assert "(-16%) is outside" in band_note(-0.16, 0.06, basis)
+    assert "error band (±12%)" in band_note(0.2, 0.12, None)  # no basis: the band alone
+    assert band_note(-0.16, None, None) is None
+
+
+def test_runs_combine_their_band_note_on_the_combined_error():
+    # each run alone: -3 % (31 ms predicted against 32 ms) and -21 % (against 39 ms), each noted against a ±6 % band;
+    # combined, the phases' medians (forward 11 ms, backward 23.5 ms, optimizer 1 ms) make 35.5 ms: -12.7 %, outside
+    runs = []
+    for forward, backward in ((0.011, 0.020), (0.011, 0.027)):
+        run = one_run(forward, backward, 0.0, [])
+        note = band_note(run.rows[-1].error, 0.06, "±6%: basis")
+        runs.append(run.model_copy(update={"error_band": 0.06, "error_basis": "±6%: basis", "notes": [note]}))
+    assert "(-3%) is inside" in runs[0].notes[0] and "(-21%) is outside" in runs[1].notes[0]
+    out = combine(runs)
+    assert out.rows[-1].error == pytest.approx((0.031 - 0.0355) / 0.0355)
+    assert [n for n in out.notes if n.startswith("band: ")] == [
+        "band: the total's error (-13%) is outside the estimate's error band (±6%: basis)"
+    ]
+
+
 def test_without_calibration_says_to_calibrate(tmp_path):
     result = run_cli("validate", "tests/models/tiny_mlp.py", env={"XDG_CONFIG_HOME": str(tmp_path)})
     assert_user_error(result, "no calibration", "advisor calibrate")
@@ -111,6 +137,10 @@ def test_validate_prints_measured_predicted_and_error(tmp_path):
     assert out["step_spread"] is not None and out["step_spread"] >= 0
     assert out["runs"] == 1 and "run_spread" not in out  # None fields are left out of JSON
     assert not any(n.startswith("calibration: flagged") for n in out["notes"])  # a clean calibration: no note
+    # the estimate's error band comes with the comparison, and a note says where the total's error stands against it
+    assert 0 < out["error_band"] < 1 and out["error_basis"]
+    where = "inside" if abs(total["error"]) <= out["error_band"] else "outside"
+    assert any(n.startswith("band: ") and f"is {where} the estimate's error band" in n for n in out["notes"])
 
 
 def test_validate_runs_fresh_processes_and_reports_their_median(tmp_path):

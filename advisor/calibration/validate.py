@@ -48,6 +48,10 @@ class Validation(BaseModel):
     calibrated_parallel_op_s: float | None = Field(
         None, description="the same op's median when the device was calibrated; None for older calibrations"
     )
+    error_band: float | None = Field(
+        None, description="the estimate's expected |error| (a fraction; Estimate.error_band), None where it has none"
+    )
+    error_basis: str | None = Field(None, description="what the error band rests on")
     notes: list[str] = []
 
 
@@ -121,6 +125,15 @@ def spread_note(timing, error: float) -> tuple[float | None, str | None]:
     )
 
 
+def band_note(error: float, band: float | None, basis: str | None) -> str | None:
+    """Where the total's error stands against the error band the estimate carries (what `advisor estimate` shows
+    beside it), for the notes; None without a band."""
+    if not band:
+        return None
+    where = "inside" if abs(error) <= band else "outside"
+    return f"band: the total's error ({error:+.0%}) is {where} the estimate's error band ({basis or f'±{band:.0%}'})"
+
+
 def combine(runs: list[Validation]) -> Validation:
     """One validation from several fresh processes' (`advisor validate --runs N`): each phase's measured time,
     the page faults and the in-process spread are the median over the runs; the prediction is the same in
@@ -141,7 +154,10 @@ def combine(runs: list[Validation]) -> Validation:
         known = [x for x in values if x is not None]
         return statistics.median(known) if known else None
 
-    notes = [n for n in first.notes if "timed steps took" not in n and not n.startswith("threads: ")]
+    notes = [n for n in first.notes if "timed steps took" not in n and not n.startswith(("threads: ", "band: "))]
+    band = band_note(compared[-1].error, first.error_band, first.error_basis)
+    if band:
+        notes.append(band)
     probes = [t for v in runs for t in (v.parallel_op_s or [])] or None
     state = thread_note(probes, first.calibrated_parallel_op_s)
     if state:
@@ -285,6 +301,9 @@ def validate(
             counted = max(0.0, replayed.at(batch_size)) if replayed and eff.first_touch_bandwidth else None
             notes.append(fault_note(t.page_fault_bytes, fault_s, step, counted))
     compared = rows(measured, predicted)
+    band = band_note(compared[-1].error, est.error_band, est.error_basis)
+    if band:
+        notes.append(band)
     spread, note = spread_note(t, compared[-1].error)
     if note:
         notes.append(note)
@@ -309,5 +328,7 @@ def validate(
         step_spread=spread,
         parallel_op_s=t.parallel_op_s,
         calibrated_parallel_op_s=calibrated_probe,
+        error_band=est.error_band,
+        error_basis=est.error_basis,
         notes=notes,
     )

@@ -56,6 +56,48 @@ def test_workload_kinds_from_profiles():
     assert workload_kind(prof) == "mlp"
 
 
+GRAPH_NET = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin, self.head = nn.Linear(16, 16), nn.Linear(16, 4)
+
+    def forward(self, x, adj):
+        h = torch.bmm(adj, self.lin(x))
+        {attention}
+        return self.head(h.mean(1))
+
+def build_model():
+    return Net()
+
+def example_batch(b):
+    return torch.randn(b, 32, 16), torch.rand(b, 32, 32), torch.randint(0, 4, (b,))
+
+def training_step(model, batch):
+    x, adj, y = batch
+    return F.cross_entropy(model(x, adj), y)
+"""
+
+
+@pytest.mark.parametrize(
+    ("attention", "kind"),
+    [
+        # batched matmuls and a loss's log-softmax over [b, 4]: no square score matrix, so not attention
+        ("", "mlp"),
+        # a softmax over h @ hᵀ, [b, 32, 32]: scores, as written-out attention makes them
+        ("h = torch.bmm((h @ h.transpose(1, 2)).softmax(-1), h)", "transformer"),
+    ],
+)
+def test_a_softmax_makes_attention_only_over_a_square_score_matrix(tmp_path, attention, kind):
+    path = tmp_path / "graph_net.py"
+    path.write_text(GRAPH_NET.replace("{attention}", attention))
+    assert workload_kind(profile_model(path, batch_size=2, device="meta")) == kind
+
+
 def test_band_by_family_and_kind_then_all_kinds_then_widened(banded):
     cnn, gpt = api.profile_from("resnet50"), api.profile_from("gpt2_124m")
     a100 = banded.devices["a100-80gb-sxm"]

@@ -18,6 +18,7 @@ import statistics
 from advisor.catalog.schema import AccuracyBand, Catalog, Device, Efficiency
 from advisor.estimator.roofline import CONV_OPS, SCATTERS
 from advisor.profiler.schema import Profile
+from advisor.profiler.structure import SOFTMAX, shapes_of
 
 WIDEN = 1.5  # no validation data for the family (or the kind): the median band of the others, this much wider
 MIN_UNCOVERED = 0.25  # and never narrower than this
@@ -49,9 +50,11 @@ def workload_kind(profile: Profile) -> str:
     tables = sum(o.bytes_written.at(b) for o in profile.ops if o.phase == "backward" and o.op in SCATTERS)
     if tables > 0.5 * profile.memory.parameter_bytes:
         return "recommender"
-    # attention: a fused kernel, or batched matmuls around a softmax (written out, or einsum)
+    # attention: a fused kernel, or batched matmuls around a softmax over a square score matrix ([.., s, s]; written
+    # out, or einsum). Not any softmax: a loss's log-softmax over [N, classes] beside a graph network's batched
+    # matmuls made that a transformer
     scores = share(lambda o: o.op in ("aten.bmm", "aten.baddbmm")) > 0.005 and any(
-        "softmax" in o.op for o in profile.ops
+        o.op in SOFTMAX and (s := shapes_of(o.shapes)) and len(s[0]) >= 3 and s[0][-1] == s[0][-2] for o in profile.ops
     )
     if scores or any(ATTENTION in o.op for o in profile.ops):
         return "transformer"

@@ -55,9 +55,10 @@ def measure(name: str, batch: int, threads: int) -> dict:
         train_step(mf, model, data, opt, "cpu", None, clock)
         t0 = now()
         opt.step()
+        seconds = now() - t0
         if i >= WARMUP:
             in_step.append(clock.phases()[2])
-            again.append(now() - t0)
+            again.append(seconds)
     m = prof.memory
     return {
         "in_step_ms": round(statistics.median(in_step) * 1e3, 3),

@@ -119,6 +119,7 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
             "windows": {},
             "draws": {},
             "optimizer_cold": [],
+            "optimizer_cold_large": [],
             "launch_s": None,
             "gelu_s": 2e-3,
             "copy": [bench.Point(5e7, next(times))],
@@ -256,6 +257,19 @@ def test_overlay_carries_the_new_calibrated_fields():
     m.optimizer_cold, m.optimizer_step_s = [Point(8e5, 1e-5), Point(2e8, 5e-4)], 5e-5
     _, eff = models(build(m))
     assert [(p.step_bytes, p.seconds) for p in eff.optimizer_step] == [(8e5, pytest.approx(6e-5)), (2e8, 5.5e-4)]
+    assert [p.seconds_per_byte for p in eff.optimizer_step] == [0.0, 0.0]  # no large optimizer measured
+    # the large optimizer (16 x 4 x 1 MiB = 67,108,864 bytes of data against the small one's 1,048,576): as slow
+    # as the small one after 8e5 bytes, 1.3 ms more after 2e8. Per byte 1.3e-3 / 66,060,288 = 1.968e-11 s; the
+    # small one's own 1,048,576 bytes of that taken off its point: 5.5e-4 - 2.0635e-5 = 5.294e-4 s
+    m.optimizer_cold_large = [Point(8e5, 1e-5), Point(2e8, 1.8e-3)]
+    _, eff = models(build(m))
+    assert [p.seconds_per_byte for p in eff.optimizer_step] == [0.0, pytest.approx(1.968e-11, rel=1e-3)]
+    assert [p.seconds for p in eff.optimizer_step] == [pytest.approx(6e-5), pytest.approx(5.294e-4, rel=1e-3)]
+    # faster cold than the small one: nothing per byte
+    m.optimizer_cold_large = [Point(8e5, 1e-5), Point(2e8, 1e-4)]
+    _, eff = models(build(m))
+    assert [p.seconds_per_byte for p in eff.optimizer_step] == [0.0, 0.0]
+    m.optimizer_cold_large = []
     # no draws measured: no ratios (the estimate takes 1); measured, each op's ratio to three places
     assert eff.draw_half_ratio == {}
     m.draws = {"aten.bernoulli_": 2.0284, "aten.native_dropout": 1.9}

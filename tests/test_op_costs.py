@@ -1260,6 +1260,11 @@ def test_the_optimizer_phase_pays_its_fixed_cost_per_step_by_the_steps_bytes():
     assert optimizer_step_s(eff, 1e5) == pytest.approx(1e-4)
     assert optimizer_step_s(eff, 1e9) == pytest.approx(5e-4)
     assert optimizer_step_s(EFF, 1e7) == 0.0
+    # with a cost per byte of the optimizer's data (1e-11 and 3e-11 s at the two points), 1e7 bytes of it at the
+    # same step: each point 1e-4 + 1e-4 = 2e-4 and 5e-4 + 3e-4 = 8e-4 s, halfway 5e-4
+    per_byte = [{**points[0], "seconds_per_byte": 1e-11}, {**points[1], "seconds_per_byte": 3e-11}]
+    assert optimizer_step_s(with_(optimizer_step=per_byte), 1e7, 1e7) == pytest.approx(5e-4)
+    assert optimizer_step_s(with_(optimizer_step=per_byte), 1e7) == pytest.approx(3e-4)  # no data, as before
     with pytest.raises(ValueError, match="increasing step_bytes"):
         with_(optimizer_step=points[::-1])
     # in an estimate: the toy profile's step moves prof.bytes(8) bytes; its optimizer phase grows by exactly the
@@ -1270,11 +1275,16 @@ def test_the_optimizer_phase_pays_its_fixed_cost_per_step_by_the_steps_bytes():
     for kind in ("cpu", "gpu"):
         gpu = {"kind": "gpu", "software_stack": "cuda", "memory_bytes": 1e11, "cores": None, "threads_per_core": None}
         device = Device.model_validate({**CPU.model_dump(), **gpu}) if kind == "gpu" else CPU
-        for name, family in (("without", EFF), ("with", eff)):
+        for name, family in (("without", EFF), ("with", eff), ("per byte", with_(optimizer_step=per_byte))):
             cat = Catalog(devices={device.id: device}, efficiency={"toy": family}, instances={})
             est = api.estimate(prof, device.id, precision="fp32", micro_batch=8, global_batch=8, cat=cat)
             phases[kind, name] = est.phases["optimizer"].seconds
     assert phases["cpu", "with"] - phases["cpu", "without"] == pytest.approx(optimizer_step_s(eff, moved))
+    # per byte: the optimizer's data, the gradients twice (they and the parameters they update) and the state
+    data = 2 * prof.memory.gradient_bytes + prof.memory.optimizer_state_bytes
+    assert data > 0
+    spb = optimizer_step_s(with_(optimizer_step=per_byte), moved, 1.0) - optimizer_step_s(eff, moved)
+    assert phases["cpu", "per byte"] - phases["cpu", "with"] == pytest.approx(spb * data)
     assert phases["gpu", "with"] == pytest.approx(phases["gpu", "without"])
 
 

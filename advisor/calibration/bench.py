@@ -106,7 +106,8 @@ class Measurements:
     launch_s: float | None = None  # GPUs: device time per tiny kernel run back to back (a CUDA graph)
     host_op_s: float | None = None  # GPUs: the host's time to issue one eager op (fitted on the tiny nets)
     first_touch_s_per_byte: float = 0.0  # CPUs: the OS's cost of a fresh page, per byte (0: not measured)
-    optimizer_cold: list[Point] = field(default_factory=list)  # CPUs: fit.optimizer_cold
+    optimizer_cold: list[Point] = field(default_factory=list)  # CPUs: fit.optimizer_cold, the small optimizer
+    optimizer_cold_large: list[Point] = field(default_factory=list)  # CPUs: the same, the large optimizer
     optimizer_step_s: float = 0.0  # CPUs: the optimizer's warm cost per step (fit.optimizer_overheads)
     loop_op_s: float | None = None  # CPUs: per op of a recurrent layer's C++ loop (fit.loop_overheads)
     loop_call_s: float | None = None  # CPUs: per call of that layer, beyond its ops and the module call
@@ -453,7 +454,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
 
         tick("fresh pages")
         touch = plausible_first_touch(first_touch_s_per_byte, copy)
-    cold = []
+    cold: tuple[list, list] = ([], [])
     if not cuda:
         from advisor.calibration.fit import optimizer_cold
 
@@ -518,7 +519,8 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "ops": ops.measure(device, quick_clock, quick, tick),
         "windows": ops.windows(device, quick_clock),
         "draws": ops.draw_ratios(device, quick_clock),
-        "optimizer_cold": cold,
+        "optimizer_cold": cold[0],
+        "optimizer_cold_large": cold[1],
         "first_touch": touch,
         "handoff": handoff,
         "vector_turn": vector_turn,
@@ -618,6 +620,7 @@ def run(
     merged_keys += ("conv_geometry", "reorder", "conv_in_turn")
     merged_keys += DEPTHWISE_KEYS + TRANSPOSED_KEYS
     merged_keys += ("floors", "launch_s", "copy", "permuted_copy", "ops", "windows", "draws", "optimizer_cold")
+    merged_keys += ("optimizer_cold_large",)
     for key in (*merged_keys, "optimizer_timed", "loop_timed"):
         setattr(m, key, merged[key])
     m.skinny = kernels.layouts_mean(m.skinny_layouts)

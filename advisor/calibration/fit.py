@@ -123,37 +123,50 @@ def fit_overheads(
 
 
 # The optimizer's cold start (part of Efficiency.optimizer_step): AdamW over COLD_PARAMS tensors of COLD_SIZE
-# floats, after an add over three tensors of each of COLD_ELEMENTS floats. On the development VM's EPYC at one thread
-# the penalty was 6 µs after 0.8 MB, 50 µs after 12.6 MB, 126 µs after 50 MB and 470-525 µs after 100-200 MB (its
-# last-level cache is 32 MB), and in training steps 0.43-0.55 ms (a NiN-style CNN with SGD, a 3D CNN, a ResNet and
-# a tabular net with AdamW: their optimizer step right after the backward pass against the same step run once more).
-COLD_ELEMENTS = (1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 23, 1 << 24)
-COLD_PARAMS, COLD_SIZE, COLD_ROUNDS = 16, 4096, 15
+# floats (1 MiB of parameters, gradients and state), and again over tensors of COLD_LARGE floats (64 MiB), after an
+# add over three tensors of each of COLD_ELEMENTS floats. On the development VM's EPYC at one thread the small
+# optimizer's penalty was 6 us after 0.8 MB, 50 us after 12.6 MB, 126 us after 50 MB and 470-525 us after 100-200 MB
+# (its last-level cache is 32 MB), and in training steps 0.43-0.55 ms (a NiN-style CNN with SGD, a 3D CNN, a ResNet
+# and a tabular net with AdamW: their optimizer step right after the backward pass against the same step run once
+# more). On the Xeon VM (2 MiB of L2 a core, a 480 MiB shared L3) it grows to 0.5 ms after 400 MB and the large
+# optimizer's to 1.8 ms after 800 MB; in steps the penalty grew with the optimizer's data (0.2-0.5 ms for 2-3 MB,
+# 0.8-1.1 ms for ConvNeXt's 15 MB, 1.3-1.5 ms for a GPT's 68 MB: benchmarks/results/optimizer-in-step.csv).
+COLD_ELEMENTS = (1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 23, 1 << 24, 1 << 25, 1 << 26)
+COLD_PARAMS, COLD_SIZE, COLD_LARGE, COLD_ROUNDS = 16, 4096, 1 << 18, 15
 STEP_TENSORS, STEP_SIZE, STEP_ROUNDS = (16, 64), 16, 30
 
 
-def optimizer_cold(threads: int, quick: bool = False) -> list:
-    """[bench.Point(bytes an add moved, seconds)]: how much longer AdamW's step takes right after the add than
-    straight after another step, the median over COLD_ROUNDS pairs (the process clock at one thread, else the wall
-    clock), for each size of COLD_ELEMENTS (every other with `quick`)."""
+def optimizer_data_bytes(size: int) -> float:
+    """Bytes of parameters, gradients and AdamW's two moments of COLD_PARAMS fp32 tensors of `size` elements."""
+    return 16.0 * COLD_PARAMS * size
+
+
+def optimizer_cold(threads: int, quick: bool = False) -> tuple[list, list]:
+    """([bench.Point(bytes an add moved, seconds)] for the small optimizer (COLD_SIZE), the same for the large one
+    (COLD_LARGE)): how much longer AdamW's step takes right after the add than straight after another step, the
+    median over COLD_ROUNDS pairs (the process clock at one thread, else the wall clock), for each size of
+    COLD_ELEMENTS (every other with `quick`). The difference between the two, over the difference in their data,
+    is what each byte of a model's optimizer data adds cold (overlay: `ColdPoint.seconds_per_byte`)."""
     import torch
 
     from advisor.calibration.bench import Point
 
     clock = time.process_time if threads == 1 else time.perf_counter
-    opt = _adamw(COLD_PARAMS, COLD_SIZE)
-    out = []
+    opts = [_adamw(COLD_PARAMS, size) for size in (COLD_SIZE, COLD_LARGE)]
+    out: tuple[list, list] = ([], [])
     for n in COLD_ELEMENTS[::2] if quick else COLD_ELEMENTS:
         a, b, c = torch.randn(n), torch.randn(n), torch.empty(n)
-        extra = []
-        for _ in range(COLD_ROUNDS):
-            torch.add(a, b, out=c)
-            t0 = clock()
-            opt.step()
-            t1 = clock()
-            opt.step()
-            extra.append((t1 - t0) - (clock() - t1))
-        out.append(Point(12.0 * n, max(0.0, statistics.median(extra))))
+        for opt, points in zip(opts, out, strict=True):
+            extra = []
+            for _ in range(COLD_ROUNDS):
+                torch.add(a, b, out=c)
+                t0 = clock()
+                opt.step()
+                t1 = clock()
+                opt.step()
+                extra.append((t1 - t0) - (clock() - t1))
+            points.append(Point(12.0 * n, max(0.0, statistics.median(extra))))
+        del a, b, c
     return out
 
 

@@ -19,6 +19,7 @@ import statistics
 from pathlib import Path
 
 from advisor.calibration.bench import FRESH_ELEMENTS, Measurements, Point
+from advisor.calibration.fit import COLD_LARGE, COLD_SIZE, optimizer_data_bytes
 from advisor.calibration.kernels import MAX_IN_TURN
 from advisor.calibration.ops import SCATTERS
 from advisor.catalog.schema import CONV_EFFICIENCY_MAX, Efficiency, Step
@@ -342,6 +343,26 @@ def _at(steps: list[dict], size: float) -> float:
     return value
 
 
+def optimizer_step_points(m: Measurements) -> list[dict]:
+    """Efficiency.optimizer_step from fit.optimizer_cold's two optimizers: at each step size, the warm cost per step
+    plus the small optimizer's cold start, less what its own data accounts for; and each byte of optimizer data
+    at the large optimizer's penalty over the small one's per byte more (never below 0: a large optimizer that
+    came out faster cold says nothing about its bytes)."""
+    small, large = optimizer_data_bytes(COLD_SIZE), optimizer_data_bytes(COLD_LARGE)
+    both = len(m.optimizer_cold_large) == len(m.optimizer_cold)
+    out = []
+    for i, p in enumerate(m.optimizer_cold):
+        per_byte = max(0.0, (m.optimizer_cold_large[i].seconds - p.seconds) / (large - small)) if both else 0.0
+        point = {
+            "step_bytes": round(p.size),
+            "seconds": f"{m.optimizer_step_s + max(0.0, p.seconds - per_byte * small):.3g}",
+        }
+        if per_byte:
+            point["seconds_per_byte"] = f"{per_byte:.3g}"
+        out.append(point)
+    return out
+
+
 def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> dict:
     """The overlay as plain data (validates as catalog YAML)."""
     ident = device_id(m)
@@ -452,10 +473,7 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         if m.first_touch_s_per_byte > 0:
             efficiency["first_touch_bandwidth"] = f"{1.0 / m.first_touch_s_per_byte:.4g}"
         if m.optimizer_cold:  # the cost per step, warm, plus the cold start by the bytes before it
-            efficiency["optimizer_step"] = [
-                {"step_bytes": round(p.size), "seconds": f"{m.optimizer_step_s + p.seconds:.3g}"}
-                for p in m.optimizer_cold
-            ]
+            efficiency["optimizer_step"] = optimizer_step_points(m)
         if m.loop_op_s is not None:
             efficiency["loop_op_s"] = f"{m.loop_op_s:.4g}"
             efficiency["loop_call_s"] = f"{m.loop_call_s or 0.0:.4g}"

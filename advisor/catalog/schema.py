@@ -269,10 +269,12 @@ class WindowCost(Strict):
 
 class ColdPoint(Strict):
     """One point of `Efficiency.optimizer_step`: at a training step that moves `step_bytes`, the optimizer phase
-    costs `seconds` once, beyond its ops."""
+    costs `seconds` once, beyond its ops, and `seconds_per_byte` for each byte of its data (parameters, gradients
+    and state) that the step before it has pushed out of the caches."""
 
     step_bytes: float = Field(ge=0)
     seconds: Seconds
+    seconds_per_byte: float = Field(0.0, ge=0, le=1e-8, description="per byte of the optimizer's data; 0: not measured")
 
 
 def _by_bytes(points: list[ColdPoint]) -> list[ColdPoint]:
@@ -527,9 +529,9 @@ class Efficiency(Strict):
         description="CPUs: the optimizer phase's fixed cost per step, beyond its ops (`phase_overhead_s`), by the "
         "bytes the step moves: the optimizer's own cost per step, measured by advisor calibrate on AdamW's warm "
         "step, plus its cold start, as the backward pass before it has streamed the step's data through the caches "
-        "and evicted the optimizer's code and objects (AdamW's step over 16 small tensors right after an add of "
-        "that many bytes, less the same step straight after). Log-linear between points, the end points beyond. "
-        "Empty: not priced",
+        "and evicted the optimizer's code, objects and data (AdamW's step over 16 small tensors right after an add "
+        "of that many bytes, less the same step straight after; per byte of optimizer data, the same over 16 large "
+        "tensors against the small ones). Log-linear between points, the end points beyond. Empty: not priced",
     )
     permuted_copy: Annotated[list[CopyPoint], AfterValidator(_by_run)] = Field(
         [],

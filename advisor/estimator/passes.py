@@ -545,8 +545,10 @@ def fault_times(faults, shares: dict[str, float], bandwidth: float, batch: float
 
 def optimizer_step_times(profile: Profile, eff: Efficiency, batch: float) -> dict[str, list[OpTime]]:
     """The optimizer phase's fixed cost per step on a CPU (`roofline.optimizer_step_s` at the step's bytes at
-    micro-batch `batch`)."""
-    t = optimizer_step_s(eff, profile.bytes(batch))
+    micro-batch `batch`, over the optimizer's data: the gradients, the parameters they update and the state; the
+    whole model's, as a CPU runs it unsharded)."""
+    mem = profile.memory
+    t = optimizer_step_s(eff, profile.bytes(batch), 2 * mem.gradient_bytes + mem.optimizer_state_bytes)
     return {"optimizer": [OpTime(t, 0.0, 0.0, t, 0.0, 0.0, "memory", "fp32")]}
 
 

@@ -548,11 +548,15 @@ def log_linear(points: list[tuple[float, float]], x: float) -> float:
     return points[-1][1]
 
 
-def optimizer_step_s(eff: Efficiency, moved: float) -> float:
-    """`Efficiency.optimizer_step` at a step that moves `moved` bytes: log-linear between the measured points,
-    the first point's below them and the last one's beyond; 0 where the family measured none."""
+def optimizer_step_s(eff: Efficiency, moved: float, data_bytes: float = 0.0) -> float:
+    """`Efficiency.optimizer_step` at a step that moves `moved` bytes, for an optimizer over `data_bytes` of
+    parameters, gradients and state: each point's seconds plus its seconds per byte times `data_bytes`, log-linear
+    between the measured points, the first point's below them and the last one's beyond; 0 where the family
+    measured none."""
     points = eff.optimizer_step
-    return log_linear([(p.step_bytes, p.seconds) for p in points], moved) if points else 0.0
+    if not points:
+        return 0.0
+    return log_linear([(p.step_bytes, p.seconds + p.seconds_per_byte * data_bytes) for p in points], moved)
 
 
 def step_overhead(profile: Profile, eff: Efficiency, stepped: set[str] | None = None) -> dict[str, float]:

@@ -133,6 +133,10 @@ def test_calibrate_quick_writes_a_loadable_overlay_to_the_user_folder(tmp_path):
     # copies between layouts: --quick measures runs of 1, 16 and 256 floats, each at least a plain copy's time
     assert [p["run"] for p in out["permuted_copy"]] == [1, 16, 256]
     assert min(p["ratio"] for p in out["permuted_copy"]) >= 1.0
+    # the optimizer's cold start after every other of the eight traffic sizes (0.8 MB .. 805 MB): four points; per MB
+    # of its data only where the large optimizer came out slower cold than the small one (else nothing: None)
+    assert len(out["optimizer_step_s"]) == 4 and min(out["optimizer_step_s"]) > 0
+    assert out["optimizer_step_s_per_mb"] is None or out["optimizer_step_s_per_mb"] > 0
     assert "copy between layouts" in run_cli("calibrate", "--quick", "--threads", "1", env=env).stdout
     shown = run_cli("catalog", "show", "local-cpu", "--format", "json", env=env)
     assert shown.returncode == 0, shown.stderr

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -265,6 +266,10 @@ def test_overlay_carries_the_new_calibrated_fields():
     _, eff = models(build(m))
     assert [p.seconds_per_byte for p in eff.optimizer_step] == [0.0, pytest.approx(1.968e-11, rel=1e-3)]
     assert [p.seconds for p in eff.optimizer_step] == [pytest.approx(6e-5), pytest.approx(5.294e-4, rel=1e-3)]
+    # what `advisor calibrate` shows: per MB after the largest traffic, 1.97e-11 (three figures kept) x 1e6 = 19.7 us
+    from advisor.cli.calibrate import summary
+
+    assert summary(build(m), Path("c.yaml"), 1.0)["optimizer_step_s_per_mb"] == pytest.approx(1.97e-5)
     # faster cold than the small one: nothing per byte
     m.optimizer_cold_large = [Point(8e5, 1e-5), Point(2e8, 1e-4)]
     _, eff = models(build(m))

@@ -59,6 +59,9 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         "pool_window_s": {op: w["seconds_per_flop"] for op, w in eff.get("op_window", {}).items()} or None,
         # the optimizer's fixed cost per step after the smallest and the largest traffic (Efficiency.optimizer_step)
         "optimizer_step_s": [float(pt["seconds"]) for pt in eff.get("optimizer_step") or []] or None,
+        # and per MB of its data (parameters, gradients, state) after the largest traffic
+        "optimizer_step_s_per_mb": 1e6 * float((eff.get("optimizer_step") or [{}])[-1].get("seconds_per_byte", 0.0))
+        or None,
         "draw_half_ratio": dict(eff.get("draw_half_ratio") or {}) or None,
         # a copy between layouts against a plain one, by its runs (Efficiency.permuted_copy)
         "permuted_copy": [{"run": int(p["run"]), "ratio": float(p["ratio"])} for p in eff.get("permuted_copy") or []]
@@ -110,6 +113,9 @@ def _table(s: dict) -> None:
     if s["optimizer_step_s"]:
         low, high = (units.fmt_duration(x) for x in (s["optimizer_step_s"][0], s["optimizer_step_s"][-1]))
         t.add_row("optimizer per step, warm - after a full cache", f"{low} - {high}")
+    if s["optimizer_step_s_per_mb"]:
+        per_mb = units.fmt_duration(s["optimizer_step_s_per_mb"])
+        t.add_row("optimizer after a full cache, per MB of its data", per_mb)
     if s["loop_op_s"] is not None:
         call = units.fmt_duration(s["loop_call_s"] or 0.0)
         t.add_row("recurrent layer: per op of its loop, per call", f"{units.fmt_duration(s['loop_op_s'])}, {call}")

@@ -8,8 +8,9 @@ The same parameters at two batches: only what the forward and backward passes to
 Each model in a process of its own, 7 steps after 3 warm-up, medians (the process clock at one thread, else the wall
 clock). Appends one line per model and batch to benchmarks/results/optimizer-in-step.csv. The estimate prices the
 optimizer's ops as if streamed from memory when the step is large (roofline.reuse_cap) and adds a per-step cold
-start measured on AdamW over 1 MiB of state (Efficiency.optimizer_step). Diagnostic only: nothing in advisor/
-reads it.
+start measured on AdamW over 1 MiB and over 64 MiB of parameters, gradients and state, the difference per byte of
+the model's own (Efficiency.optimizer_step; before 2026-12-07 over 1 MiB alone). Diagnostic only: nothing in
+advisor/ reads it.
 """
 
 from __future__ import annotations

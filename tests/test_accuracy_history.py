@@ -86,6 +86,22 @@ def test_history_round_trip_and_bands_pool_only_runs_of_the_same_estimator_and_c
     assert "over 2 benchmark runs of this estimator (2026-12-06)" in cal["basis"]
     sheet = entries["cpu-datasheet-any-1t"]  # twice the errors: median 0.40, max 0.60
     assert (sheet["error_band"], sheet["max_error"]) == (0.4, 0.6)
+    # a kind's band from one model's rows is held at all kinds' when that is wider: two mlp rows of one model at
+    # 0.01 and 0.03 (median 0.02) beside the four cnn rows: all six |errors| 0.01 0.03 0.10 0.20 0.20 0.30, median
+    # 0.15; with a second mlp model (0.01, 0.03, 0.02, 0.02: median 0.02) the kind keeps its own
+    mlp = [row(1, "report", "mlp", e, model="mixer") for e in (0.01, -0.03)]
+    one = acc.parsed(
+        acc.history_rows([*mlp, *[r for r in pool if r["set"] == "report"]], "2026-12-06T09:00", "e1", cpu)
+    )
+    held = {e["id"]: e for e in acc.bands(one, None)["accuracy"]}["cpu-calibrated-mlp-1t"]
+    assert held["error_band"] == 0.15 and held["basis"].startswith("held at the median |error| of all 6 report rows")
+    assert "its 2 mlp rows, of one model (mixer), gave 2%" in held["basis"] and held["rows"] == 2
+    two = [*mlp, row(1, "report", "mlp", 0.02, model="autoenc"), row(1, "report", "mlp", 0.02, model="autoenc")]
+    rows = acc.parsed(
+        acc.history_rows([*two, *[r for r in pool if r["set"] == "report"]], "2026-12-06T09:00", "e1", cpu)
+    )
+    own = {e["id"]: e for e in acc.bands(rows, None)["accuracy"]}["cpu-calibrated-mlp-1t"]
+    assert own["error_band"] == 0.02 and own["basis"].startswith("median |error| of 4 mlp training steps")
     # one run alone: no "over ... runs" in the basis
     single = acc.bands(acc.pooled(history, "e0", cpu), ["2026-12-05T10:00"])["accuracy"][0]
     assert single["error_band"] == 0.9 and "benchmark runs" not in single["basis"]

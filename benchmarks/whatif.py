@@ -7,11 +7,10 @@ Reads benchmarks/results/accuracy-cpu.csv (the rows, their measured phases and t
 counted) and the calibration of each thread count (`{t}` in --catalog: 1 and 2). Each model is profiled once (counts
 only, no timing) and its profile's counted page faults replaced by the run's, so that with unchanged code and
 calibrations the estimates are the run's own (a fresh profile counts a different number on a busy host); --profiles
-keeps the profiles in a folder for the next what-if. Prints,
-by thread count and set, the median and largest |error| and the signed median, the run's figures beside them, and
-each phase's signed median; --rows lists every row. A what-if only: measured times are the run's, so it cannot show
-what a change in the calibration's measurements would do, and nothing is written. Tune on the tuning rows; the
-report rows say whether a change carries over.
+keeps the profiles in a folder for the next what-if. Prints, by thread count and set, the median and largest |error|
+and the signed median, the run's figures beside them, and each phase's signed median; --rows lists every row. A
+what-if only: measured times are the run's, so it cannot show what a change in the calibration's measurements would
+do, and nothing is written. Tune on the tuning rows; the report rows say whether a change carries over.
 """
 
 from __future__ import annotations

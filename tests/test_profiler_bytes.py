@@ -104,6 +104,24 @@ def test_call_user_maps_oom_to_one_actionable_line(tmp_path):
     assert info.value.hint == OOM_HINT and "--device meta" in OOM_HINT and "smaller --batch-size" in OOM_HINT
 
 
+def test_a_cpu_tensor_in_a_meta_run_names_the_fix(tmp_path):
+    """A meta tensor meeting a CPU one, either way round (torch: "Tensor on device cpu is not on the expected device
+    meta!" and the reverse), gets the hint on the meta device and only there; other errors get none."""
+    from advisor.profiler.model_file import META_HINT
+
+    x = torch.ones(4, device="meta")
+    for op in (lambda: x + torch.ones(4), lambda: torch.ones(4) + x):
+        with pytest.raises(UserError) as info:
+            call_user(op, Path(tmp_path / "m.py"), "the forward pass", device="meta")
+        assert info.value.hint == META_HINT and "device=x.device" in META_HINT and "--device cpu" in META_HINT
+        with pytest.raises(UserError) as info:
+            call_user(op, Path(tmp_path / "m.py"), "the forward pass", device="cpu")
+        assert info.value.hint is None
+    with pytest.raises(UserError) as info:
+        call_user(lambda: torch.ones(2, device="meta").view(3), Path(tmp_path / "m.py"), "x", device="meta")
+    assert info.value.hint is None  # a shape error on meta: not a device mix
+
+
 def test_allocations_are_memory_but_no_kernel():
     """torch.empty and empty_like only allocate: no op is recorded (no kernel, no bytes moved)."""
     x = torch.empty(64, 128, device=M)

@@ -30,6 +30,10 @@ from advisor.profiler import recipe
 
 CONTRACT = "a model file defines build_model() -> torch.nn.Module and example_batch(batch_size)"
 OOM_HINT = "try a smaller --batch-size, or --device meta to count without allocating anything"
+META_HINT = (
+    "--device meta puts the model and batch on meta, while a tensor your code makes without device= stays on the CPU: "
+    "make it on its input's device (torch.eye(n, device=x.device)), or profile with --device cpu"
+)
 
 
 @dataclass
@@ -214,4 +218,12 @@ def call_user(fn: Callable[[], Any], path: Path, what: str, batch_size: int | No
             raise UserError(f"out of memory on {device or 'the device'}{at} ({what})", OOM_HINT) from None
         if _ours(exc):
             raise InternalError(f"{type(exc).__name__}: {exc}") from exc
-        raise UserError(f"{what} failed: {describe(exc, path)}") from None
+        hint = META_HINT if device == "meta" and meta_mismatch(exc) else None
+        raise UserError(f"{what} failed: {describe(exc, path)}", hint) from None
+
+
+def meta_mismatch(exc: BaseException) -> bool:
+    """Whether `exc` is torch's complaint that a meta tensor met a tensor on a real device (a user's tensor made
+    without `device=`, in a run on the meta device)."""
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and "meta" in text and "device" in text

@@ -129,6 +129,7 @@ def test_quick_calibration_sweeps_once_unless_told(monkeypatch):
             "vector_turn": ([], []),
             "fresh": [],
             "bias": ([], []),
+            "outputs": ([], []),
             "conv_geometry": {},
             "reorder": [],
             "conv_in_turn": {},

@@ -1,7 +1,8 @@
 """CPU costs a model's step pays and the calibration's ops alone do not (issue 10): memory-bound ops run in turn,
 each output landing in memory no recent op touched (Efficiency.vector_in_turn), no fresh output written faster than a
 step of its size writes them (Efficiency.fresh_output), and a linear layer's bias written
-into its output and read back by the GEMM (Efficiency.gemm_bias_passes). What advisor calibrate measures, how the
+into its output and read back by the GEMM (Efficiency.gemm_bias_passes), and a GEMM's output written into memory no
+recent op touched (Efficiency.gemm_output_passes). What advisor calibrate measures, how the
 overlay reads it and how the estimator prices it. Every expected value is derived by hand in the comment beside it."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pytest
 from test_op_costs import CPU, FLAT, record, table_and_scalar, with_
 
 from advisor.calibration.bench import FRESH_FOOTPRINTS, IN_TURN_ELEMENTS, Clock, Point, fresh_points, in_turn_points
-from advisor.calibration.kernels import BIAS_SHAPES, bias_points
+from advisor.calibration.kernels import BIAS_SHAPES, bias_points, output_points
 from advisor.calibration.overlay import bias_passes, fresh_curve, in_turn_curve
 from advisor.estimator import kernels
 from advisor.estimator.roofline import fresh_output_s, in_turn_factor, op_time, profile_op_time, stream_extra_s
@@ -169,12 +170,15 @@ def test_the_op_table_prices_both_as_the_scalar_path_does():
         ("mobilenet_v2", {"vector_in_turn": HALF, "fresh_output": TENTH}),
         ("bert_base", {"fresh_output": TENTH}),
         ("bert_base", {"gemm_bias_passes": 2.0}),
+        ("bert_base", {"gemm_output_passes": 1.5}),
+        ("mobilenet_v2", {"gemm_output_passes": 1.5}),
     ):
         prof = api.profile_from(name)
         got, want, _ = table_and_scalar(prof, with_(**fields))
         assert got == pytest.approx(want, rel=1e-12)
         plain, _, _ = table_and_scalar(prof, with_())
-        assert got.sum() > plain.sum()  # MobileNetV2's batch norms and ReLUs; BERT's linear layers are addmm
+        # MobileNetV2's batch norms and ReLUs, and its classifier's addmm; BERT's linear layers are addmm
+        assert got.sum() > plain.sum()
 
 
 def test_the_bias_passes_are_the_addmm_less_the_mm_over_a_pass_of_the_output():
@@ -204,6 +208,44 @@ def test_a_linear_layers_bias_adds_its_passes_over_the_output():
     assert profile_op_time(mm, CPU, eff, "fp32", "fp32", 10).seconds == pytest.approx(210e-6)
 
 
+def test_a_gemms_fresh_output_adds_its_passes_over_the_output():
+    eff = with_(gemm_output_passes=1.5)
+    # an mm writing 1e4 bytes a sample at batch 10 (1e5 bytes), 1.5 passes: 1.5e5 bytes a call of their own at
+    # 0.5 * 1e10 B/s = 30 µs on top of the GEMM (200 µs, its bytes not binding, as above) and the 10 µs overhead
+    op = record("aten.mm", flops=1e6).model_copy(update={"bytes_written": Linear(per_sample=1e4)})
+    assert kernels.output_bytes(op, eff) == 1.5e4 and kernels.output_bytes(op, with_()) == 0.0
+    assert profile_op_time(op, CPU, eff, "fp32", "fp32", 10).seconds == pytest.approx(240e-6)
+    # an addmm with both figures: 2 + 1.5 passes, 3.5e5 bytes = 70 µs: 280 µs
+    both = with_(gemm_output_passes=1.5, gemm_bias_passes=2.0)
+    addmm = op.model_copy(update={"op": "aten.addmm"})
+    assert profile_op_time(addmm, CPU, both, "fp32", "fp32", 10).seconds == pytest.approx(280e-6)
+    # the same output from a convolution, or from an optimizer's GEMM, pays none: 210 µs
+    for other in (op.model_copy(update={"op": "aten.convolution"}), op.model_copy(update={"phase": "optimizer"})):
+        assert kernels.output_bytes(other, eff) == 0.0
+    assert profile_op_time(op.model_copy(update={"op": "aten.convolution"}), CPU, eff, "fp32", "fp32", 10).seconds == (
+        pytest.approx(210e-6)
+    )
+
+
+def test_the_output_passes_are_the_rotating_outputs_less_one_output():
+    from test_calibrate import fake_measurements
+
+    from advisor.calibration.overlay import build
+    from advisor.cli.calibrate import summary
+
+    m = fake_measurements()
+    # the fake's memory curve: 0.5 of its 2e10 B/s peak below 1e6 bytes, all of it from 1e6 on. Layers of 1e8 bytes
+    # out (a pass: 1e8 / 2e10 = 5 ms): rotating outputs 5 and 10 ms over one output -> 1 and 2 passes, and one
+    # faster rotating -> 0; the median, 1
+    m.output_again = [Point(1e8, 20e-3)] * 3
+    m.output_rotating = [Point(1e8, 25e-3), Point(1e8, 30e-3), Point(1e8, 19e-3)]
+    data = build(m)
+    assert data["efficiency"][0]["gemm_output_passes"] == pytest.approx(1.0)
+    assert summary(data, None, 1.0)["gemm_output_passes"] == pytest.approx(1.0)
+    m.output_again = m.output_rotating = []  # not measured (a GPU): no figure
+    assert "gemm_output_passes" not in build(m)["efficiency"][0]
+
+
 def test_calibrate_times_the_chain_and_the_layers():
     clock = Clock("cpu", 1e-4, 2)
     alone, turn = in_turn_points("cpu", clock, quick=True)
@@ -220,6 +262,10 @@ def test_calibrate_times_the_chain_and_the_layers():
     assert [p.size for p in plain] == [p.size for p in biased] == [4.0 * r * c for r, _, c in BIAS_SHAPES[::2]]
     assert [p.size for p in plain] == [1572864.0, 4194304.0]
     assert all(p.seconds > 0 for p in plain + biased)
+    again, rotating = output_points("cpu", clock, quick=True)
+    # the same layers, by the same output bytes
+    assert [p.size for p in again] == [p.size for p in rotating] == [1572864.0, 4194304.0]
+    assert all(p.seconds > 0 for p in again + rotating)
 
 
 def test_calibrates_summary_shows_both(tmp_path):

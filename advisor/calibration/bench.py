@@ -127,6 +127,9 @@ class Measurements:
     # CPUs: linear layers by their output's bytes, as mm and as addmm with a bias (kernels.bias_points)
     bias_mm: list[Point] = field(default_factory=list)
     bias_addmm: list[Point] = field(default_factory=list)
+    # CPUs: linear layers' GEMMs by their output's bytes, into one output and into rotating ones (kernels.output_points)
+    output_again: list[Point] = field(default_factory=list)
+    output_rotating: list[Point] = field(default_factory=list)
     op_efficiency: dict[str, float] = field(default_factory=dict)  # older calibrations: aten op -> efficiency
     spreads: list[tuple[str, float]] = field(default_factory=list)  # (what, slowest / fastest round)
     checks: dict[str, float] = field(default_factory=dict)  # reference figures for quality.py
@@ -460,7 +463,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
 
         tick("the optimizer after a full cache")
         cold = optimizer_cold(clock.threads, quick)
-    vector_turn, bias, fresh = ([], []), ([], []), []
+    vector_turn, bias, fresh, outputs = ([], []), ([], []), [], ([], [])
     if not cuda:
         tick("vector ops in turn")
         vector_turn = in_turn_points(device, clock, quick)
@@ -468,6 +471,8 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         fresh = fresh_points(device, clock, quick)
         tick("GEMMs with a bias")
         bias = kernels.bias_points(device, clock, quick)
+        tick("GEMMs writing cold outputs")
+        outputs = kernels.output_points(device, clock, quick)
     handoff = ([], [])
     if not cuda and clock.threads > 1:
         tick("handoff between threads")
@@ -526,6 +531,7 @@ def _sweep(device: str, clock: Clock, quick: bool, tick: Callable[[str], None]) 
         "vector_turn": vector_turn,
         "fresh": fresh,
         "bias": bias,
+        "outputs": outputs,
         "tiny_steps": steps,
         "optimizer_timed": optimizer_timed,
         "loop_timed": loop_timed,
@@ -628,6 +634,7 @@ def run(
     m.vector_alone, m.vector_turn = merged["vector_turn"]
     m.fresh = merged["fresh"]
     m.bias_mm, m.bias_addmm = merged["bias"]
+    m.output_again, m.output_rotating = merged["outputs"]
     n = VECTOR_ELEMENTS >> 4 if quick else VECTOR_ELEMENTS
     m.vector_seconds, m.vector_bytes = merged["gelu_s"], 8.0 * n
     # the profiler counts gelu as 5 FLOPs an element

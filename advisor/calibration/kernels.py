@@ -197,6 +197,38 @@ def bias_points(device: str, clock: Clock, quick: bool) -> tuple[list[Point], li
     return plain, biased
 
 
+def output_points(device: str, clock: Clock, quick: bool) -> tuple[list[Point], list[Point]]:
+    """CPUs: linear layers' GEMMs (BIAS_SHAPES, every other with `quick`), x·Wᵀ by the bytes of their output, written
+    into one output again and again and into outputs that rotate through more memory than the caches hold: (again,
+    rotating) Points; the operands rotate alike in both. In a training step a GEMM's output is a fresh tensor in
+    memory no recent op touched (a forward's activations are kept for the backward, a backward's gradients pass on),
+    while the matmul curves time products written where the previous call's output was, in the cache. On the
+    project's Xeon VM (two threads, 2026-12-07) the rotating outputs added 15-107 µs to GEMMs of 0.5-4 MB of output
+    (20-50 GB/s), and nanoGPT's GEMMs took 31 ms in its step against 27 ms timed alone (estimator:
+    Efficiency.gemm_output_passes)."""
+    import torch
+
+    cold = _cold_bytes(device, quick)
+    again, rotating = [], []
+    for rows, inner, cols in BIAS_SHAPES[::2] if quick else BIAS_SHAPES:
+        size = 4.0 * rows * cols
+        count = max(2, min(COLD_SETS, int(cold / (size + 4.0 * inner * (rows + cols)))))
+        sets = [
+            (torch.randn(rows, inner, device=device), torch.randn(cols, inner, device=device))
+            + (torch.empty(rows, cols, device=device),)
+            for _ in range(count)
+        ]
+        for out, into in ((again, sets[0][2]), (rotating, None)):
+            turn = itertools.cycle(sets)
+
+            def call(turn=turn, into=into):
+                x, w, fresh = next(turn)
+                return torch.mm(x, w.t(), out=fresh if into is None else into)
+
+            out.append(Point(size, clock(call, f"linear {rows}x{inner}x{cols}{', cold output' * (into is None)}")))
+    return again, rotating
+
+
 def floors(device: str, clock: Clock) -> dict[str, float]:
     """Seconds of the smallest GEMMs and convolutions, their library setup: {aten op: seconds per call}."""
     import torch

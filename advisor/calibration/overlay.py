@@ -113,6 +113,7 @@ def fresh_curve(fresh: list[Point], bandwidth: float) -> list[dict] | None:
 def bias_passes(plain: list[Point], biased: list[Point], bandwidth: float, memory: list[dict]) -> float | None:
     """The catalog's `gemm_bias_passes` from bench's linear layers (kernels.bias_points): the median over the layers
     of the time a bias adds to the GEMM (addmm less mm) in passes over the output's bytes at the memory curve, as
+    (and `gemm_output_passes` from kernels.output_points: a rotating output less one output, alike)
     the estimator prices them (serial bytes of passes x the output, looked up at their own size: a few rounds of a
     fixed point). Never below 0; None without measurements."""
     ratios = []
@@ -449,6 +450,7 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
             )
             + (", and none writing its output faster than a chain in turn writes fresh ones" if m.fresh else "")
             + ("; a linear layer's bias as passes over its output (addmm less mm)" if m.bias_mm else "")
+            + ("; a GEMM's fresh output as passes over it (rotating outputs less one)" if m.output_again else "")
             + "; gelu throughput for other "
             "vector work; and the fixed cost of an op per training phase and of a module call from timing "
             "tiny nets (advisor/calibration/nets)."
@@ -494,6 +496,9 @@ def build(m: Measurements, phase_overhead_s: dict[str, float] | None = None) -> 
         passes = bias_passes(m.bias_mm, m.bias_addmm, bandwidth, efficiency["memory"])
         if passes is not None:
             efficiency["gemm_bias_passes"] = round(passes, 3)
+        passes = bias_passes(m.output_again, m.output_rotating, bandwidth, efficiency["memory"])
+        if passes is not None:
+            efficiency["gemm_output_passes"] = round(passes, 3)
         efficiency["fused_rnn"] = ["LSTM"]  # PyTorch runs LSTMs through oneDNN on CPUs, the others per step
     else:
         efficiency["fused_rnn"] = ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"]  # cuDNN

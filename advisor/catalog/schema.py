@@ -586,6 +586,16 @@ class Efficiency(Strict):
         "mm; an estimate adds this many passes of each addmm's output as memory traffic of their own. None: not "
         "measured (GPUs, whose libraries add the bias in the GEMM's epilogue, datasheet entries)",
     )
+    gemm_output_passes: float | None = Field(
+        None,
+        ge=0,
+        description="CPUs: the passes over its output, at the memory curve, that a GEMM (aten.mm, bmm, addmm, baddbmm) "
+        "makes writing a fresh output in a training step beyond writing where the previous call's output was (what "
+        "the matmul curves time): a step's activations and gradients land in memory no recent op touched. Measured by "
+        "advisor calibrate as linear layers' GEMMs into outputs rotating through more memory than the caches hold, "
+        "less the same into one output; an estimate adds this many passes of each GEMM's per-sample output as memory "
+        "traffic of their own. None: not measured (GPUs, datasheet entries)",
+    )
     vector_in_turn: Curve | None = Field(
         None,
         description="CPUs: by bytes per call, what running in turn costs memory-bound ops (multiply, add, GELU, "

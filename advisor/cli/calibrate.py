@@ -56,6 +56,7 @@ def summary(data: dict, path: Path, seconds: float, kept: str | None = None) -> 
         if (fresh := eff.get("fresh_output"))
         else None,
         "gemm_bias_passes": eff.get("gemm_bias_passes"),
+        "gemm_output_passes": eff.get("gemm_output_passes"),
         "pool_window_s": {op: w["seconds_per_flop"] for op, w in eff.get("op_window", {}).items()} or None,
         # the optimizer's fixed cost per step after the smallest and the largest traffic (Efficiency.optimizer_step)
         "optimizer_step_s": [float(pt["seconds"]) for pt in eff.get("optimizer_step") or []] or None,
@@ -133,6 +134,8 @@ def _table(s: dict) -> None:
         t.add_row("input from another core, worst size", f"{s['handoff_min_fraction']:.2f} of the rate")
     if s["gemm_bias_passes"] is not None:
         t.add_row("linear layer's bias (passes over its output)", f"{s['gemm_bias_passes']:.2f}")
+    if s["gemm_output_passes"] is not None:
+        t.add_row("GEMM's fresh output (passes over it)", f"{s['gemm_output_passes']:.2f}")
     if s["in_turn_min_fraction"] is not None:
         t.add_row("vector ops in turn, worst size", f"{s['in_turn_min_fraction']:.2f} of the streaming rate")
     if s["threads"]:

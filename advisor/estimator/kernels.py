@@ -515,6 +515,18 @@ def bias_bytes(op: OpRecord, eff: Efficiency, scale: float = 1.0) -> float:
     return eff.gemm_bias_passes * op.bytes_written.per_sample * scale
 
 
+GEMMS = ("aten.mm", "aten.bmm", "aten.addmm", "aten.baddbmm")
+
+
+def output_bytes(op: OpRecord, eff: Efficiency, scale: float = 1.0) -> float:
+    """Bytes per sample, over all calls, of a CPU GEMM's fresh output (Efficiency.gemm_output_passes): a GEMM
+    record's per-sample output written that many times more, `scale` its bytes in the dtype it runs in; 0 for other
+    records, for the optimizer's, and without the figure."""
+    if op.op not in GEMMS or op.phase == "optimizer" or not eff.gemm_output_passes:
+        return 0.0
+    return eff.gemm_output_passes * op.bytes_written.per_sample * scale
+
+
 def gather_blocks_per_byte(op: OpRecord, rule, dtype: str) -> float:
     """Thread blocks per byte a lookup record writes, under `rule` (Efficiency.row_gather): each output row of
     width w bytes (the table's last dimension in `dtype`) takes ceil(w / bytes_per_block) blocks; 0 for other

@@ -344,7 +344,11 @@ def _eff_part(profile: Profile, rec: _Records, eff: Efficiency, cpu: bool = Fals
             continue  # an fp8 cast row: plain memory traffic
         scale_b = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0  # the record's bytes in `dtype`
         curve_scale[j] = kernels.curve_factor(op, eff)
-        copies[j] = kernels.strided_copy_bytes(op, dtype, batch, eff) + kernels.bias_bytes(op, eff, scale_b)
+        copies[j] = (
+            kernels.strided_copy_bytes(op, dtype, batch, eff)
+            + kernels.bias_bytes(op, eff, scale_b)
+            + kernels.output_bytes(op, eff, scale_b)
+        )
         if loop_s is not None and phase == "forward" and stepped and within(op.module, stepped):
             overhead[j] = loop_s  # issued from a recurrent layer's C++ loop (Efficiency.loop_op_s)
         if norms is not None:

@@ -113,9 +113,9 @@ def fresh_curve(fresh: list[Point], bandwidth: float) -> list[dict] | None:
 def bias_passes(plain: list[Point], biased: list[Point], bandwidth: float, memory: list[dict]) -> float | None:
     """The catalog's `gemm_bias_passes` from bench's linear layers (kernels.bias_points): the median over the layers
     of the time a bias adds to the GEMM (addmm less mm) in passes over the output's bytes at the memory curve, as
-    (and `gemm_output_passes` from kernels.output_points: a rotating output less one output, alike)
     the estimator prices them (serial bytes of passes x the output, looked up at their own size: a few rounds of a
-    fixed point). Never below 0; None without measurements."""
+    fixed point). Never below 0; None without measurements. The catalog's `gemm_output_passes` alike, from
+    kernels.output_points: a GEMM into rotating outputs less the same into one output."""
     ratios = []
     for a, b in zip(plain, biased, strict=True):
         extra, passes = b.seconds - a.seconds, 1.0

@@ -454,9 +454,10 @@ def profile_op_time(
     copied = kernels.strided_copy_bytes(op, dtype, profile_batch or batch, eff) * batch
     if copied:  # its non-contiguous gradient made contiguous first: one more kernel's traffic
         extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + copied
-    bias = (kernels.bias_bytes(op, eff, scale) + kernels.output_bytes(op, eff, scale)) * batch
-    if bias:  # a CPU linear layer's bias written into its output and read back by the GEMM; a GEMM's fresh output
-        extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + bias
+    # a CPU linear layer's bias written into its output and read back by the GEMM; a CPU GEMM's fresh output
+    over_output = (kernels.bias_bytes(op, eff, scale) + kernels.output_bytes(op, eff, scale)) * batch
+    if over_output:
+        extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + over_output
     if sort_bytes:  # an embedding gradient's index sort: separate kernels around the op
         extra["serial_bytes"] = extra.get("serial_bytes", 0.0) + sort_bytes
         extra["fixed_s"] = overhead_for(eff, op.phase) * calls + launches * launch_for(eff)

@@ -24,7 +24,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RUN = ROOT / "benchmarks" / "results" / "accuracy-cpu.csv"
-PHASES = ("forward", "backward", "optimizer")
 
 
 def main() -> None:
@@ -34,7 +33,7 @@ def main() -> None:
     parser.add_argument("--profiles", type=Path, help="a folder to keep the profiles in and read them from")
     args = parser.parse_args()
 
-    from accuracy import profile  # benchmarks/ is the script's own folder, first on sys.path
+    from accuracy import PHASES, profile  # benchmarks/ is the script's own folder, first on sys.path
 
     from advisor import api
     from advisor.profiler.schema import Linear, Profile

@@ -57,7 +57,7 @@ import numpy as np
 
 from advisor.catalog.schema import Device, Efficiency
 from advisor.estimator.roofline import SCATTERS, log_linear
-from advisor.profiler.schema import OpRecord, Profile
+from advisor.profiler.schema import Linear, OpRecord, Profile
 from advisor.vocab import DEPTHWISE, DTYPE_BYTES, TRANSPOSED
 
 CONV_FORWARD = ("aten.convolution", "aten._convolution")
@@ -343,6 +343,84 @@ def reorder_passes(op: OpRecord, eff: Efficiency, dtype: str, profile_batch: flo
     spatial = math.prod(weight[2:]) > 1
     width = DTYPE_BYTES.get(dtype, 4)
     return layout_passes(cin, cout, x, y, spatial, eff.conv_channel_block, width, backward, input_grad)
+
+
+# PyTorch's CPU backend choice for an fp32 convolution (aten/src/ATen/native/ConvUtils.h, use_mkldnn): a 1x1 layer
+# without stride, dilation or padding runs on oneDNN only from this many samples in the call or from two threads;
+# below, on one thread, on the native kernel (slow_conv2d, slow_conv3d), which multiplies each sample's activations by
+# the weight as one GEMM (no im2col for a 1x1 layer) with no layout reorders and no oneDNN primitive set-up
+NATIVE_CONV_BATCH = 16
+
+
+def native_conv(
+    op: OpRecord, eff: Efficiency, dtype: str, profile_batch: float
+) -> tuple[int, int, int, float, bool, bool] | None:
+    """A convolution record PyTorch hands to its native kernel on this family below NATIVE_CONV_BATCH samples a
+    call: (input channels, output channels, spatial elements of one sample, samples of one call at the profile's
+    batch, whether a forward call adds a bias, whether a backward call computes the input gradient); None for every
+    other record. It applies to a CPU family whose convolutions run on oneDNN (`conv_channel_block`) calibrated at
+    one thread (`calibration_threads`; a datasheet CPU is taken at all its threads), to fp32, ungrouped,
+    untransposed, NCHW records of a 1x1 kernel whose output keeps the input's spatial size (no stride or padding).
+    Grouped 1x1 layers, channels-last ones and the batch-1 rule for small 3x3 layers stay on the oneDNN curves."""
+    if not eff.conv_channel_block or eff.calibration_threads != 1 or dtype != "fp32":
+        return None
+    if op.transposed or op.layout == "channels_last" or op.op not in (*CONV_FORWARD, CONV_BACKWARD):
+        return None
+    dims = conv_dims(op)
+    if dims is None or dims[2] != 1 or dims[3] != dims[0]:  # grouped, or a kernel wider than 1x1
+        return None
+    cin, cout = dims[0], dims[1]
+    shapes = parse_shapes(op.shapes)
+    f_call = op.flops.at(profile_batch) / max(op.count, 1)
+    if op.op == CONV_BACKWARD:  # the input gradient, where computed, doubles the weight gradient's FLOPs
+        y, x = shapes[0], shapes[1]
+        if len(x) < 3 or y[2:] != x[2:] or not x[0]:
+            return None
+        return cin, cout, math.prod(x[2:]), float(x[0]), False, f_call >= 1.5 * 2.0 * math.prod(y) * cin
+    x = shapes[0]
+    if len(x) < 3 or not x[0]:
+        return None
+    spatial = math.prod(x[2:])
+    bias = len(shapes) >= 3 and len(shapes[2]) == 1
+    out = f_call / (2.0 * cin + (1.0 if bias else 0.0)) / (x[0] * cout)  # output elements of one sample and channel
+    if abs(out - spatial) > 0.01 * spatial:  # strided or padded
+        return None
+    return cin, cout, spatial, float(x[0]), bias, False
+
+
+def native_gemms(op: OpRecord, eff: Efficiency, dtype: str, batch: float, profile_batch: float) -> list[OpRecord]:
+    """The per-sample GEMMs the native kernel runs for a `native_conv` record at micro-batch `batch`, as GEMM
+    records whose totals over their calls hold at `batch` (per-sample figures, so a GEMM's fresh output and bias
+    passes apply as to any other): a forward call, per sample, W[Cout x Cin] · x[Cin x S] into an output first filled
+    with the bias (an addmm; an mm without bias); a backward call Wᵀ · g[Cout x S] for the input gradient where it
+    computes one, and g · xᵀ [Cout x S by S x Cin] accumulated into the weight gradient. [] where the record runs on
+    oneDNN: not native, or NATIVE_CONV_BATCH samples a call or more at `batch`."""
+    native = native_conv(op, eff, dtype, profile_batch)
+    if native is None or batch <= 0:
+        return []
+    cin, cout, spatial, samples, bias, input_grad = native
+    n = samples * batch / profile_batch
+    if n >= NATIVE_CONV_BATCH:
+        return []
+    calls = max(1, round(n)) * op.count
+
+    def gemm(name: str, m: int, k: int, n_: int, shapes: str) -> OpRecord:
+        per = calls / batch
+        return OpRecord(
+            op=name, phase=op.phase, category="matrix", dtype=op.dtype, module=op.module, count=calls,
+            flops=Linear(per_sample=2.0 * m * k * n_ * per),
+            bytes_read=Linear(per_sample=DTYPE_BYTES.get(op.dtype, 4) * (m * k + k * n_) * per),
+            bytes_written=Linear(per_sample=DTYPE_BYTES.get(op.dtype, 4) * m * n_ * per), shapes=shapes,
+        )  # fmt: skip
+
+    if op.op != CONV_BACKWARD:
+        if bias:
+            return [gemm("aten.addmm", cout, cin, spatial, f"[{cout}, {spatial}], [{cout}, {cin}], [{cin}, {spatial}]")]
+        return [gemm("aten.mm", cout, cin, spatial, f"[{cout}, {cin}], [{cin}, {spatial}]")]
+    out = [gemm("aten.mm", cout, spatial, cin, f"[{cout}, {spatial}], [{spatial}, {cin}]")]
+    if input_grad:
+        out.insert(0, gemm("aten.mm", cin, cout, spatial, f"[{cin}, {cout}], [{cout}, {spatial}]"))
+    return out
 
 
 def reorder_s(

@@ -46,8 +46,10 @@ from advisor.estimator.roofline import (
     overhead_for,
     own_curve,
     peak_for,
+    profile_op_time,
     reuse_cap,
     size_factor,
+    step_bytes,
     within,
     writes_fresh,
 )
@@ -138,6 +140,8 @@ class OpTable:
     reorder: np.ndarray  # N × 2 × 3: a CPU convolution's layout reorders (kernels.reorder_passes): per pass kind, bytes
     # of one pass at the profile's batch, passes per call, padded channels (1) or not; zeros: none
     reorder_curves: tuple | None  # the family's reorder curves (aligned, padded), None: not measured
+    native: np.ndarray  # samples a call per sample of the micro-batch of a 1x1 convolution PyTorch runs on its native
+    # kernel below kernels.NATIVE_CONV_BATCH samples a call (kernels.native_conv; its GEMMs come in `extra`); 0: none
     blocks: np.ndarray  # N × 3: batch norm on one block per channel (kernels.channel_block_s): elements per sample
     # and call, bytes per element of a channel's tensors, seconds per element (waves over a block's rate); 0: none
     channel_bytes_max: float  # a channel's bytes up to which batch norm runs at the memory rate instead
@@ -433,6 +437,13 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         extra.append(("before", partial(fault_times, faults, shares, eff.first_touch_bandwidth)))
     if device.kind == "cpu" and eff.optimizer_step:
         extra.append(("before", partial(optimizer_step_times, profile, eff)))
+    native = np.zeros(n)
+    for j, (i, _category, dtype, name, _phase) in enumerate(rec.rows):
+        op = profile.ops[i]
+        found = kernels.native_conv(op, eff, dtype, profile.batch_size) if name == op.op else None
+        if found is not None and part.live[j]:
+            native[j] = found[3] / profile.batch_size
+            extra.append((region_of(rec, j), partial(native_conv_times, op, profile, device, eff, precision)))
     module_s = 0.0
     if eff.module_overhead_s and profile.module_calls:
         module_s = eff.module_overhead_s * profile.module_calls
@@ -489,6 +500,7 @@ def op_table(profile: Profile, roles: Roles, device: Device, eff: Efficiency, pr
         split_k=gemm,
         slots=slots,
         flops_cap=np.where(part.unaligned, kernels.unaligned_cap(device, eff), 0.0),
+        native=native,
         blocks=_blocks(part.blocks, device, eff),
         gather=part.gather,
         copies=part.copies,
@@ -554,6 +566,20 @@ def optimizer_step_times(profile: Profile, eff: Efficiency, batch: float) -> dic
     mem = profile.memory
     t = optimizer_step_s(eff, profile.bytes(batch), 2 * mem.gradient_bytes + mem.optimizer_state_bytes)
     return {"optimizer": [OpTime(t, 0.0, 0.0, t, 0.0, 0.0, "memory", "fp32")]}
+
+
+def native_conv_times(op, profile: Profile, device: Device, eff: Efficiency, precision: str, batch: float):
+    """{phase: [OpTime]} of a `kernels.native_conv` record at micro-batch `batch` where PyTorch runs it on its native
+    kernel there (roofline.profile_op_time: its per-sample GEMMs), else {} (the record's own row holds it). The
+    record's row counts its eager op calls, so these count none."""
+    from dataclasses import replace
+
+    dtype = effective_dtype(op.dtype, op.category, profile.precision, precision, op.phase)
+    if not kernels.native_gemms(op, eff, dtype, batch, profile.batch_size):
+        return {}
+    t = profile_op_time(op, device, eff, profile.precision, precision, batch, step_bytes(profile, batch),
+                        profile.batch_size)  # fmt: skip
+    return {op.phase: [replace(t, host_calls=0.0)]}
 
 
 def unaligned_time(table: OpTable, micro: float, tp: int, cp: int, sp: bool) -> tuple[float, int]:
@@ -666,9 +692,12 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
         fresh = np.where(table.turned & (w_call > 0), w_call / rate, 0.0)
         body = np.maximum(body, fresh - t_serial / table.calls)
     compute_bound = (t_cmp >= t_mem) & (t_cmp > 0)
-    body = body * table.calls * table.live
-    t_serial = t_serial * table.live
-    overhead = np.broadcast_to(table.overhead * table.calls * table.live, body.shape)
+    live = table.live
+    if table.native.any():  # below the native kernel's batch the record's GEMMs (OpTable.extra) stand in for it
+        live = live * ((table.native == 0) | (table.native * micro >= kernels.NATIVE_CONV_BATCH))
+    body = body * table.calls * live
+    t_serial = t_serial * live
+    overhead = np.broadcast_to(table.overhead * table.calls * live, body.shape)
     if sorts is not None:
         overhead = overhead + np.where(sorts, table.sort_launch_s * table.calls * table.live, 0.0)
     return {
@@ -676,7 +705,7 @@ def record_times(table: OpTable, micro, tp, cp, sp) -> dict[str, np.ndarray]:
         "compute_s": np.where(compute_bound, body, 0.0),
         "memory_s": np.where(compute_bound, 0.0, body) + t_serial,
         "overhead_s": overhead,
-        "flops": flops * table.live,
+        "flops": flops * live,
     }
 
 

@@ -420,6 +420,22 @@ def profile_op_time(
     from advisor.estimator import kernels
 
     dtype = effective_dtype(op.dtype, op.category, profiled, precision, op.phase)
+    gemms = kernels.native_gemms(op, eff, dtype, batch, profile_batch or batch) if op.category == "matrix" else []
+    if gemms:  # a 1x1 convolution PyTorch runs on its native kernel: one GEMM a sample, one eager op a call
+        parts = [profile_op_time(g, device, eff, profiled, precision, batch, step_bytes) for g in gemms]
+        overhead = overhead_for(eff, op.phase) * op.count
+        body = sum(t.seconds - t.overhead_s for t in parts)
+        return OpTime(
+            seconds=body + overhead,
+            compute_s=sum(t.compute_s for t in parts),
+            memory_s=sum(t.memory_s for t in parts),
+            overhead_s=overhead,
+            flops=sum(t.flops for t in parts),
+            bytes=sum(t.bytes for t in parts),
+            unit=parts[0].unit,
+            dtype=dtype,
+            host_calls=op.count,
+        )
     scale = byte_scale(op.dtype, dtype) if dtype != op.dtype else 1.0
     nbytes = (op.bytes_read.at(batch) + op.bytes_written.at(batch)) * scale
     reuse = min(step_bytes, reuse_cap(eff, op.op)) if op.phase == "optimizer" else 0.0

@@ -267,6 +267,18 @@ def test_a_cpu_calibration_times_its_convolution_layers_in_turn():
     assert sorted(factors) == ["backward", "forward"]
     assert all(1.0 <= f < 2.0 for f in factors.values())
     assert len(fwd) == len(bwd) == len(fwd_small) == len(bwd_small) == 3
+    # the first two, 1x1 layers of 32 channels at 32x32 and 512 at 8x8, would run their quarter batch (4) on
+    # PyTorch's native kernel at one thread: they are timed at 16 again (the same FLOPs: conv_setup leaves the pairs
+    # out); the 3x3 stem layer runs oneDNN at 4: a quarter of the FLOPs
+    assert [s[0] / f[0] for s, f in zip(fwd_small, fwd, strict=True)] == pytest.approx([1.0, 1.0, 0.25])
+    assert [s[0] / f[0] for s, f in zip(bwd_small, bwd, strict=True)] == pytest.approx([1.0, 1.0, 0.25])
+    torch.set_num_threads(2)
+    try:
+        fwd, _, fwd_small, *_ = conv_points("cpu", Clock("cpu", 0.002, 2, 1), quick=True)
+    finally:
+        torch.set_num_threads(1)
+    # at two threads PyTorch runs every one on oneDNN: all quarters
+    assert [s[0] / f[0] for s, f in zip(fwd_small, fwd, strict=True)] == pytest.approx([0.25] * 3)
 
 
 def test_depthwise_layers_get_curves_of_their_own_that_may_fall():

@@ -74,7 +74,9 @@ TRANSPOSED_SHAPES = (
 REORDER_CHANNELS = (64, 58)
 REORDER_SIDES = (8, 16, 32, 64, 128)
 REORDER_BATCH = 16
-# A CPU also times every layer above at 1/SMALL_BATCH_SHARE of its batch (conv_points).
+# A CPU also times every layer above at 1/SMALL_BATCH_SHARE of its batch (conv_points), except where PyTorch would
+# run that batch on its native kernel instead of oneDNN (estimator.kernels.native_conv: an unstrided 1x1 layer on one
+# thread under 16 samples), whose pair would read that kernel's lack of oneDNN's fixed cost as the fixed cost
 SMALL_BATCH_SHARE = 4
 # CPUs: dense 3x3 layers with as many channels out as in, at counts on and off the blocks a library with
 # channel-blocked layouts may use (oneDNN: 8 or 16), batch 16 at 32x32 (a few milliseconds each, far above a call's
@@ -271,6 +273,8 @@ def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False,
     for n, cin, cout, side, groups, k, stride in shapes:
         # transposed layers at one batch: the call's fixed cost comes from the others (overlay.conv_setup)
         small = max(1, n // SMALL_BATCH_SHARE) if device != "cuda" and n > 1 and not transposed else None
+        if small and _native(device, small, k, stride, groups):  # timed at the full batch: overlay.conv_setup
+            small = n  # leaves a pair of one size out, and the layer still runs in turn at both "batches"
         shape = f"{'transposed ' * transposed}conv {cin}->{cout}ch {side}px g{groups} k{k} s{stride}"
         full, full_fns = _conv_layer(device, clock, n, cin, cout, side, groups, k, stride, shape, transposed)
         part = part_fns = None
@@ -303,6 +307,19 @@ def conv_points(device: str, clock: Clock, quick: bool, depthwise: bool = False,
         for k, points in zip(keys, scaled, strict=True):
             lists[k][:] = points
     return fwd, bwd, fwd_small, bwd_small, geo_fwd, geo_bwd, factors
+
+
+def _native(device: str, n: int, k: int, stride: int, groups: int) -> bool:
+    """Whether PyTorch runs an fp32 conv2d layer of batch `n` on its native kernel rather than oneDNN at the current
+    thread count (estimator.kernels.native_conv, NATIVE_CONV_BATCH): a CPU at one thread, an ungrouped, unstrided
+    1x1 layer (these have no padding), under NATIVE_CONV_BATCH samples."""
+    import torch
+
+    from advisor.estimator.kernels import NATIVE_CONV_BATCH
+
+    if device == "cuda" or torch.get_num_threads() != 1:
+        return False
+    return k == 1 and stride == 1 and groups == 1 and n < NATIVE_CONV_BATCH
 
 
 MAX_IN_TURN = 2.0  # layers in turn this much slower than alone, or more: a disturbed measurement, not kept

@@ -15,6 +15,11 @@ a profile record (op, shapes, layout) into adjustments of its roofline time, per
   bytes of a pass; slower for channel counts off the block). A ShuffleNet-style layer of 58 channels at 64x64,
   batch 32 (one thread, the development VM's EPYC): 16.3 ms of reorders around a 6.5 ms depthwise kernel, where the
   calibration's 2 MB layers spend 0.25 ms on them. Channels-last layers run on NHWC kernels without them.
+- Backend choice (CPUs): PyTorch gives an fp32 convolution to oneDNN only where its rule says oneDNN is faster
+  (ConvUtils.h, use_mkldnn): an unstrided 1x1 layer on one thread under 16 samples a call runs on the native kernel
+  (slow_conv2d), one GEMM a sample, with no reorders and no oneDNN set-up (`native_conv`, `native_gemms`). Priced
+  on the oneDNN curves, a Network-in-Network's 1x1 layers at batch 8 (the development VM's Xeon, one thread, in its
+  training step) came out 70 % over forward and 55 % over backward; as their GEMMs, 23 % over and 14 % under.
 - Wave quantization: a GEMM or implicit-GEMM convolution runs as ceil(M/tm)·ceil(N/tn) output tiles over
   `sm_count` multiprocessors; the last, partial wave costs a full one. A GEMM with too few tiles and a long
   reduction (a weight gradient) splits the reduction over the idle multiprocessors (split-K, `wave_share`).
